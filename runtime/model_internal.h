@@ -1,0 +1,17 @@
+/*
+ * model_internal.h — what runtime/ files other than model.c may know of a tinfer_model.
+ */
+#ifndef TINFER_MODEL_INTERNAL_H
+#define TINFER_MODEL_INTERNAL_H
+
+#include "config.h"
+#include "error.h"
+#include "tokenizer.h"
+
+const tinfer_tokenizer *tinfer_model_tokenizer(const tinfer_model *model);
+const tinfer_llama_config *tinfer_model_config(const tinfer_model *model);
+/* The model's error slot. Mutable through a const handle, like errno: reporting an error from
+ * a const query (tokenize) is not a change of the model. */
+tinfer_err *tinfer_model_err_slot(const tinfer_model *model);
+
+#endif
