@@ -7,6 +7,8 @@
  * then BPE merges by rank, then the post-processor (TemplateProcessing BOS) when add_special.
  * Decode: ByteLevel byte mapping back, added tokens' content verbatim.
  * Must agree token-for-token with HF `tokenizers` (tests/tokenizer).
+ *
+ * A loaded tokenizer is read-only: every call below may run on several threads at once.
  */
 #ifndef TINFER_TOKENIZER_H
 #define TINFER_TOKENIZER_H
@@ -43,5 +45,41 @@ int32_t tinfer_tokenizer_find(const tinfer_tokenizer *tok, const char *s);
 
 /* chat_template string from tokenizer_config.json (NULL if none). */
 const char *tinfer_tokenizer_chat_template(const tinfer_tokenizer *tok);
+
+/* ---- additions (compatible extensions of the contract above) ---- */
+
+/* bos_token / eos_token text from tokenizer_config.json (string or {"content": ...}); NULL if
+ * absent. Chat templates that write {{ bos_token }} / {{ eos_token }} need them. */
+const char *tinfer_tokenizer_bos_text(const tinfer_tokenizer *tok);
+const char *tinfer_tokenizer_eos_text(const tinfer_tokenizer *tok);
+
+/* Same contract as tinfer_detokenize (flags TINFER_DETOKENIZE_*). Unknown ids are skipped, like
+ * HF decode. */
+tinfer_status tinfer_tokenizer_decode(const tinfer_tokenizer *tok, const int32_t *tokens,
+                                      int32_t n_tokens, uint32_t flags, char *text, size_t cap,
+                                      size_t *n_out, tinfer_err *err);
+
+/* Same contract as tinfer_detok_stream_push. On any error the stream state is left unchanged,
+ * so a caller can retry with a larger buffer. */
+tinfer_status tinfer_tokenizer_stream_push(const tinfer_tokenizer *tok, tinfer_detok_stream *st,
+                                           int32_t token, uint32_t flags, char *text, size_t cap,
+                                           size_t *n_out, tinfer_err *err);
+
+/* UTF-8 helpers shared by the tokenizer, streaming decode and chat code.
+ * tinfer_utf8_lossy converts in[0..n) to valid UTF-8, each maximal invalid subsequence becoming
+ * U+FFFD (Unicode "maximal subpart" practice, = Python errors="replace"). When hold_tail is
+ * true, a valid-but-incomplete sequence at the very end is not converted: its length (0..3) is
+ * stored in *held and those bytes are left out of the output. out may be NULL to only measure;
+ * the return value is the number of output bytes (at most 3 * n). */
+size_t tinfer_utf8_lossy(const unsigned char *in, size_t n, bool hold_tail, char *out,
+                         size_t *held);
+
+/* Chat formatting behind tinfer_chat_apply, usable without a model: template_str is the Jinja
+ * chat_template (NULL = ChatML), bos/eos the tokenizer_config texts (NULL when absent). The
+ * output contract is tinfer_chat_apply's. */
+tinfer_status tinfer_chat_render(const char *template_str, const char *bos, const char *eos,
+                                 const tinfer_chat_message *messages, int32_t n_messages,
+                                 bool add_generation_prompt, char *text, size_t cap,
+                                 size_t *n_out, tinfer_err *err);
 
 #endif
