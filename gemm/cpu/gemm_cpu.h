@@ -27,4 +27,9 @@ void tinfer_gemm_ref_f64(int64_t M, int64_t N, int64_t K, const float *X, int64_
 /* Which SIMD path tinfer_gemm_cpu took on this machine: "avx512", "avx2", "scalar". */
 const char *tinfer_gemm_cpu_isa(void);
 
+/* Test/debug switch: force the SIMD path ("scalar", "avx2", "avx512"; NULL or "" = automatic)
+ * for every later call, process-wide and not thread-safe (set it before any GEMM runs). Returns 0,
+ * or -1 when the name is unknown or this CPU lacks the instructions (the choice is unchanged). */
+int tinfer_gemm_cpu_force_isa(const char *isa);
+
 #endif

@@ -42,4 +42,12 @@ void tinfer_op_add(float *y, const float *x, int64_t n);
 /* In-place softmax of x[n]. */
 void tinfer_op_softmax(float *x, int64_t n);
 
+/* Which SIMD variant the ops take on this machine: "avx2" or "scalar". */
+const char *tinfer_ops_cpu_isa(void);
+
+/* Test/debug switch: force the ops' SIMD variant ("scalar", "avx2"; NULL or "" = automatic),
+ * process-wide, not thread-safe (set before ops run). Returns 0, or -1 when the name is unknown
+ * or the CPU lacks the instructions (the choice is unchanged). */
+int tinfer_ops_cpu_force_isa(const char *isa);
+
 #endif

@@ -1,0 +1,203 @@
+/*
+ * gemm_cpu.c — the CPU GEMM driver Y[M,N] = X[M,K] · W[N,K]^T (+ bias) (+ Y), its run-time SIMD
+ * dispatch, the portable C path, and the double-precision reference.
+ *
+ * Dispatch: __builtin_cpu_supports picks AVX-512 (avx512f+bw+vl), else AVX2+FMA, else the
+ * portable path; the SIMD paths live in gemm_cpu_avx2.c / gemm_cpu_avx512.c, compiled with
+ * target attributes so the library never needs SIMD at compile time.
+ * Blocking and threading (see gemm_cpu_internal.h for the packed layout):
+ *   - M == 1: GEMV, W streamed once, OpenMP over contiguous row ranges of W.
+ *   - M >= 2: per thread a contiguous range of N-panels; loop K-blocks outermost so the X block
+ *     [M, kc] stays in L2 across panels, pack each (panel, K-block) of W once and run the
+ *     micro-kernel over every row-block of X.
+ * Small problems run on the calling thread: waking the OpenMP team costs a few microseconds,
+ * more than the whole product below TINFER_GEMM_PAR_MIN_MACS.
+ */
+#include "gemm/cpu/gemm_cpu.h"
+#include "gemm/cpu/gemm_cpu_internal.h"
+
+#include <omp.h>
+#include <string.h>
+
+/* Below this many multiply-adds the product runs single-threaded. 2^17 MACs is ~15 us on one
+ * AVX2 core at the GEMV rate (measured with perf_gemm_cpu on the 2-core EPYC dev box, 2025),
+ * several times the ~2-5 us cost of entering a parallel region with a sleeping team. */
+#define TINFER_GEMM_PAR_MIN_MACS ((int64_t)1 << 17)
+
+/* ---------------- portable path ---------------- */
+
+void tinfer_gemm_pack_generic(float *P, int nr, const void *W, tinfer_dtype dt, int64_t ldw,
+                              int64_t n0, int nr_valid, int64_t k0, int kc) {
+    for (int j = 0; j < nr; j++) {
+        if (j < nr_valid) {
+            int64_t base = (n0 + j) * ldw + k0;
+            for (int k = 0; k < kc; k++) P[(int64_t)k * nr + j] = tinfer_gemm_w_at(W, dt, base + k);
+        } else {
+            for (int k = 0; k < kc; k++) P[(int64_t)k * nr + j] = 0.0f;
+        }
+    }
+}
+
+enum { SCALAR_MR = 4, SCALAR_NR = 8 };
+
+static void micro_scalar(int mr_valid, int nr_valid, int kc, const float *X, int64_t ldx,
+                         const float *P, float *Y, int64_t ldy, const float *bias, bool load_y) {
+    float acc[SCALAR_MR][SCALAR_NR] = {{0}};
+    for (int k = 0; k < kc; k++) {
+        const float *p = P + (int64_t)k * SCALAR_NR;
+        for (int r = 0; r < mr_valid; r++) {
+            float a = X[r * ldx + k];
+            for (int j = 0; j < SCALAR_NR; j++) acc[r][j] += a * p[j];
+        }
+    }
+    for (int r = 0; r < mr_valid; r++) {
+        float *y = Y + r * ldy;
+        for (int j = 0; j < nr_valid; j++) {
+            float v = acc[r][j];
+            if (load_y) v += y[j];
+            if (bias) v += bias[j];
+            y[j] = v;
+        }
+    }
+}
+
+static void gemv_scalar(int64_t n0, int64_t n1, int64_t K, const float *x, const void *W,
+                        tinfer_dtype dt, int64_t ldw, const float *bias, float *y,
+                        bool accumulate) {
+    for (int64_t n = n0; n < n1; n++) {
+        float s = 0.0f;
+        int64_t base = n * ldw;
+        for (int64_t k = 0; k < K; k++) s += x[k] * tinfer_gemm_w_at(W, dt, base + k);
+        if (accumulate) s += y[n];
+        if (bias) s += bias[n];
+        y[n] = s;
+    }
+}
+
+const tinfer_gemm_path tinfer_gemm_path_scalar = {
+    "scalar", SCALAR_MR, SCALAR_NR, 256, tinfer_gemm_pack_generic, micro_scalar, gemv_scalar,
+};
+
+/* ---------------- dispatch ---------------- */
+
+static const tinfer_gemm_path *g_forced_path; /* test/debug switch, see gemm_cpu.h */
+
+static bool cpu_has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static bool cpu_has_avx512(void) {
+    __builtin_cpu_init();
+    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+
+static const tinfer_gemm_path *select_path(void) {
+    if (g_forced_path) return g_forced_path;
+    if (cpu_has_avx512()) return &tinfer_gemm_path_avx512;
+    if (cpu_has_avx2()) return &tinfer_gemm_path_avx2;
+    return &tinfer_gemm_path_scalar;
+}
+
+const char *tinfer_gemm_cpu_isa(void) { return select_path()->name; }
+
+int tinfer_gemm_cpu_force_isa(const char *isa) {
+    if (!isa || !isa[0]) {
+        g_forced_path = NULL;
+        return 0;
+    }
+    if (!strcmp(isa, "scalar")) {
+        g_forced_path = &tinfer_gemm_path_scalar;
+        return 0;
+    }
+    if (!strcmp(isa, "avx2")) {
+        if (!cpu_has_avx2()) return -1;
+        g_forced_path = &tinfer_gemm_path_avx2;
+        return 0;
+    }
+    if (!strcmp(isa, "avx512")) {
+        if (!cpu_has_avx512()) return -1;
+        g_forced_path = &tinfer_gemm_path_avx512;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---------------- driver ---------------- */
+
+static void packed_cols(const tinfer_gemm_path *p, int64_t M, int64_t K, const float *X,
+                        int64_t ldx, const void *W, tinfer_dtype dt, int64_t ldw,
+                        const float *bias, float *Y, int64_t ldy, bool accumulate, int64_t j0,
+                        int64_t j1, float *buf) {
+    for (int64_t k0 = 0; k0 < K; k0 += p->kc) {
+        int kc = (int)(K - k0 < p->kc ? K - k0 : p->kc);
+        bool first = k0 == 0;
+        for (int64_t n0 = j0; n0 < j1; n0 += p->nr) {
+            int nv = (int)(j1 - n0 < p->nr ? j1 - n0 : p->nr);
+            p->pack(buf, p->nr, W, dt, ldw, n0, nv, k0, kc);
+            const float *b = first && bias ? bias + n0 : NULL;
+            for (int64_t m0 = 0; m0 < M; m0 += p->mr) {
+                int mv = (int)(M - m0 < p->mr ? M - m0 : p->mr);
+                p->micro(mv, nv, kc, X + m0 * ldx + k0, ldx, buf, Y + m0 * ldy + n0, ldy, b,
+                         first ? accumulate : true);
+            }
+        }
+    }
+}
+
+void tinfer_gemm_cpu(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx, const void *W,
+                     tinfer_dtype w_dtype, int64_t ldw, const float *bias, float *Y, int64_t ldy,
+                     bool accumulate) {
+    if (M < 1 || N < 1 || K < 1 || !X || !W || !Y) return; /* nothing defined to compute */
+    const tinfer_gemm_path *p = select_path();
+    int nthr = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if (M * N * K < TINFER_GEMM_PAR_MIN_MACS) nthr = 1;
+
+    if (M == 1) {
+        /* Rows per thread rounded to 8 so each thread's GEMV runs whole 4-row groups. */
+        int64_t chunk = ((N + nthr - 1) / nthr + 7) / 8 * 8;
+        if (nthr > 1 && chunk < N) {
+#pragma omp parallel num_threads(nthr)
+            {
+                int64_t n0 = omp_get_thread_num() * chunk, n1 = n0 + chunk < N ? n0 + chunk : N;
+                if (n0 < n1) p->gemv(n0, n1, K, X, W, w_dtype, ldw, bias, Y, accumulate);
+            }
+        } else {
+            p->gemv(0, N, K, X, W, w_dtype, ldw, bias, Y, accumulate);
+        }
+        return;
+    }
+
+    int64_t panels = (N + p->nr - 1) / p->nr;
+    if (nthr > panels) nthr = (int)panels;
+    if (nthr > 1) {
+#pragma omp parallel num_threads(nthr)
+        {
+            _Alignas(64) float buf[TINFER_GEMM_PACK_MAX];
+            int t = omp_get_thread_num(), T = omp_get_num_threads();
+            int64_t j0 = panels * t / T * p->nr, j1 = panels * (t + 1) / T * p->nr;
+            if (j1 > N) j1 = N;
+            if (j0 < j1)
+                packed_cols(p, M, K, X, ldx, W, w_dtype, ldw, bias, Y, ldy, accumulate, j0, j1,
+                            buf);
+        }
+    } else {
+        _Alignas(64) float buf[TINFER_GEMM_PACK_MAX];
+        packed_cols(p, M, K, X, ldx, W, w_dtype, ldw, bias, Y, ldy, accumulate, 0, N, buf);
+    }
+}
+
+/* ---------------- reference ---------------- */
+
+void tinfer_gemm_ref_f64(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx,
+                         const void *W, tinfer_dtype w_dtype, int64_t ldw, const float *bias,
+                         double *Y, int64_t ldy) {
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double s = bias ? (double)bias[n] : 0.0;
+            for (int64_t k = 0; k < K; k++)
+                s += (double)X[m * ldx + k] * (double)tinfer_gemm_w_at(W, w_dtype, n * ldw + k);
+            Y[m * ldy + n] = s;
+        }
+}

@@ -1,0 +1,58 @@
+/*
+ * gemm_cpu_internal.h — the pieces one SIMD path of the CPU GEMM provides, and the shared driver
+ * contract (gemm_cpu.c). Internal to gemm/cpu; nothing outside this folder includes it.
+ *
+ * Blocking (the BLIS/GotoBLAS layout, simplified to the sizes of one transformer layer):
+ *   - W is packed per (N-panel of `nr` columns, K-block of `kc`) into a buffer P[kc][nr] of F32,
+ *     rows past N zero-filled, so the BF16 -> F32 widening happens once per panel and the panel
+ *     (kc * nr * 4 bytes, L1-resident) is reused by every row-block of X.
+ *   - The micro-kernel computes an mr x nr tile of Y from mr rows of X (read in place, one
+ *     broadcast per element) and P, with all mr*nr/lanes accumulators in registers.
+ *   - M == 1 takes a GEMV that streams W row by row once (decode is bandwidth bound).
+ * Every function here handles ragged edges itself (mr_valid <= mr, nr_valid <= nr, any K).
+ */
+#ifndef TINFER_GEMM_CPU_INTERNAL_H
+#define TINFER_GEMM_CPU_INTERNAL_H
+
+#include "gemm/dtype.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Largest nr * kc over every path: the per-thread pack buffer is sized by it. */
+#define TINFER_GEMM_PACK_MAX (32 * 256)
+
+typedef struct tinfer_gemm_path {
+    const char *name;
+    int mr, nr, kc; /* register tile rows / columns, K-block length */
+    /* P[k * nr + j] = W[n0 + j, k0 + k] widened, j < nr_valid; 0 for nr_valid <= j < nr. */
+    void (*pack)(float *P, int nr, const void *W, tinfer_dtype dt, int64_t ldw, int64_t n0,
+                 int nr_valid, int64_t k0, int kc);
+    /* Y[r, j] = sum_k X[r, k] P[k, j] (+ Y[r, j] when load_y) (+ bias[j] when bias != NULL),
+     * for r < mr_valid, j < nr_valid. X points at row 0, column k0 of the block. */
+    void (*micro)(int mr_valid, int nr_valid, int kc, const float *X, int64_t ldx, const float *P,
+                  float *Y, int64_t ldy, const float *bias, bool load_y);
+    /* y[n] = dot(x, W[n, :K]) (+ bias[n]) (+ y[n] when accumulate), n0 <= n < n1. */
+    void (*gemv)(int64_t n0, int64_t n1, int64_t K, const float *x, const void *W, tinfer_dtype dt,
+                 int64_t ldw, const float *bias, float *y, bool accumulate);
+} tinfer_gemm_path;
+
+extern const tinfer_gemm_path tinfer_gemm_path_scalar;
+extern const tinfer_gemm_path tinfer_gemm_path_avx2;
+extern const tinfer_gemm_path tinfer_gemm_path_avx512;
+
+/* Portable pack used by the scalar path and for dtypes/tails the SIMD packs leave to it. */
+void tinfer_gemm_pack_generic(float *P, int nr, const void *W, tinfer_dtype dt, int64_t ldw,
+                              int64_t n0, int nr_valid, int64_t k0, int kc);
+
+/* AVX2 pack for any nr multiple of 8 (also used by the AVX-512 path: AVX-512 CPUs have AVX2). */
+void tinfer_gemm_pack_avx2(float *P, int nr, const void *W, tinfer_dtype dt, int64_t ldw,
+                           int64_t n0, int nr_valid, int64_t k0, int kc);
+
+static inline float tinfer_gemm_w_at(const void *W, tinfer_dtype dt, int64_t i) {
+    if (dt == TINFER_DTYPE_BF16) return tinfer_bf16_to_f32(((const uint16_t *)W)[i]);
+    if (dt == TINFER_DTYPE_F16) return tinfer_f16_to_f32(((const uint16_t *)W)[i]);
+    return ((const float *)W)[i];
+}
+
+#endif

@@ -1,0 +1,15 @@
+# tests/ops: the CPU GEMM and the CPU ops against double-precision references (label unit), and
+# perf_gemm_cpu (built, not a test: times the SmolLM2 GEMM shapes; see gemm/cpu/NOTES.md).
+set(TINFER_OPS_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+function(tinfer_ops_cpu_exe name)
+  add_executable(${name} ${TINFER_OPS_TEST_DIR}/${name}.c
+                 $<TARGET_OBJECTS:tinfer_gemm> $<TARGET_OBJECTS:tinfer_ops>)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime)
+  target_link_libraries(${name} PRIVATE OpenMP::OpenMP_C ${MATH_LIB})
+endfunction()
+
+tinfer_ops_cpu_exe(test_gemm_cpu)
+add_test(NAME gemm_cpu COMMAND test_gemm_cpu)
+set_tests_properties(gemm_cpu PROPERTIES LABELS unit TIMEOUT 300)
+
