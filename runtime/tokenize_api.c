@@ -23,8 +23,8 @@ static tinfer_status model_tok(const tinfer_model *model, const char *fn,
 
 tinfer_status tinfer_tokenize(const tinfer_model *model, const char *text, size_t len,
                               uint32_t flags, tinfer_token *tokens, int32_t cap, int32_t *n_out) {
-    const tinfer_tokenizer *tok;
-    tinfer_err *err;
+    const tinfer_tokenizer *tok = NULL;
+    tinfer_err *err = NULL;
     if (n_out) *n_out = 0;
     tinfer_status st = model_tok(model, "tinfer_tokenize", &tok, &err);
     if (st) return st;
@@ -34,8 +34,8 @@ tinfer_status tinfer_tokenize(const tinfer_model *model, const char *text, size_
 tinfer_status tinfer_detokenize(const tinfer_model *model, const tinfer_token *tokens,
                                 int32_t n_tokens, uint32_t flags, char *text, size_t cap,
                                 size_t *n_out) {
-    const tinfer_tokenizer *tok;
-    tinfer_err *err;
+    const tinfer_tokenizer *tok = NULL;
+    tinfer_err *err = NULL;
     if (n_out) *n_out = 0;
     tinfer_status st = model_tok(model, "tinfer_detokenize", &tok, &err);
     if (st) return st;
@@ -49,8 +49,8 @@ void tinfer_detok_stream_reset(tinfer_detok_stream *st) {
 tinfer_status tinfer_detok_stream_push(const tinfer_model *model, tinfer_detok_stream *st,
                                        tinfer_token token, uint32_t flags, char *text, size_t cap,
                                        size_t *n_out) {
-    const tinfer_tokenizer *tok;
-    tinfer_err *err;
+    const tinfer_tokenizer *tok = NULL;
+    tinfer_err *err = NULL;
     if (n_out) *n_out = 0;
     tinfer_status s = model_tok(model, "tinfer_detok_stream_push", &tok, &err);
     if (s) return s;
