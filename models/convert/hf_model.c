@@ -312,12 +312,18 @@ static tinfer_status check_shape(const gguf_file *f, const conv_hparams *hp, con
     else if (strstr(n, "down_proj")) want0 = hp->n_ff, want1 = hp->n_embd;
     bool ok = want1 ? (t->n_dims == 2 && t->ne[0] == want0 && t->ne[1] == want1)
                     : (t->n_dims == 1 && t->ne[0] == want0);
-    if (!ok)
+    if (!ok) {
+        char got[128] = "", want[64];
+        size_t n = 0;
+        for (uint32_t d = 0; d < t->n_dims && n < sizeof got; d++)
+            n += (size_t)snprintf(got + n, sizeof got - n, "%s%lld", d ? ", " : "",
+                                  (long long)t->ne[d]);
+        if (want1) snprintf(want, sizeof want, "%lld, %lld", (long long)want0, (long long)want1);
+        else snprintf(want, sizeof want, "%lld", (long long)want0);
         return tinfer_err_set(err, TINFER_ERR_FORMAT,
-                              "%s: tensor '%s': shape [%lld, %lld] (n_dims %u), expected "
-                              "[%lld, %lld]", f->path, t->name, (long long)t->ne[0],
-                              (long long)t->ne[1], t->n_dims, (long long)want0,
-                              (long long)(want1 ? want1 : 1));
+                              "%s: tensor '%s': GGUF shape ne=[%s], expected ne=[%s]", f->path,
+                              t->name, got, want);
+    }
     if (!quant_supported(t->type)) {
         const char *tn = "?";
         gguf_type_info(t->type, NULL, NULL, &tn);

@@ -1,0 +1,29 @@
+# tests/convert: the GGUF -> HF converter (models/convert) and scripts/get-model.sh.
+set(_cv ${CMAKE_CURRENT_LIST_DIR})
+
+add_executable(test_convert_quant ${_cv}/test_convert_quant.c)
+target_link_libraries(test_convert_quant PRIVATE tinfer_convert_lib)
+add_test(NAME convert_quant COMMAND test_convert_quant)
+set_tests_properties(convert_quant PROPERTIES LABELS unit)
+
+add_executable(test_convert_bad ${_cv}/test_convert_bad.c)
+add_dependencies(test_convert_bad tinfer-convert)
+add_test(NAME convert_bad_input
+         COMMAND test_convert_bad $<TARGET_FILE:tinfer-convert> ${CMAKE_BINARY_DIR}/tests/convert_bad)
+set_tests_properties(convert_bad_input PROPERTIES LABELS unit)
+
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME convert_vs_gguf_py
+           COMMAND ${Python3_EXECUTABLE} ${_cv}/check_gguf_py.py $<TARGET_FILE:tinfer-convert>
+                   ${CMAKE_BINARY_DIR}/tests/convert_py)
+  set_tests_properties(convert_vs_gguf_py PROPERTIES LABELS unit SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
+endif()
+
+add_executable(test_convert_model ${_cv}/test_convert_model.c)
+target_link_libraries(test_convert_model PRIVATE PkgConfig::CJSON ${MATH_LIB})
+add_test(NAME convert_model
+         COMMAND ${_cv}/model_test.sh ${PROJECT_SOURCE_DIR} ${CMAKE_BINARY_DIR}
+                 $<TARGET_FILE:test_convert_model>)
+set_tests_properties(convert_model PROPERTIES LABELS model SKIP_RETURN_CODE ${TINFER_TEST_SKIP}
+                     TIMEOUT 600)
