@@ -14,4 +14,12 @@ const tinfer_llama_config *tinfer_model_config(const tinfer_model *model);
  * a const query (tokenize) is not a change of the model. */
 tinfer_err *tinfer_model_err_slot(const tinfer_model *model);
 
+/* For context.c: the weights (struct tinfer_llama_weights, models/llama.h), the compute
+ * backend table (models/backend.h) and the resolved CPU thread count (>= 1). */
+struct tinfer_llama_weights;
+struct tinfer_backend_ops;
+const struct tinfer_llama_weights *tinfer_model_weights(const tinfer_model *model);
+const struct tinfer_backend_ops *tinfer_model_backend_ops(const tinfer_model *model);
+int32_t tinfer_model_n_threads(const tinfer_model *model);
+
 #endif

@@ -1,0 +1,99 @@
+/*
+ * llama.h — the Llama family (Llama 2/3, SmolLM/SmolLM2, Mistral without sliding window,
+ * Qwen2 with q/k/v biases): weights mapped from HF tensor names, and the batched forward pass
+ * written against models/backend.h.
+ *
+ * Dimensions (from tinfer_llama_config): E = n_embd, L = n_layer, H = n_head, Hkv = n_head_kv,
+ * D = head_dim, Q = H*D (q_dim), KV = Hkv*D (kv_dim), F = n_ff, V = n_vocab.
+ *
+ * Weights: Q|K|V and gate|up are fused at load time into one matrix each (one allocation each),
+ * so a layer is four GEMMs. The fused matrices are BF16 when every source is BF16, else F32:
+ * F32 and F16 sources are widened losslessly (the CPU backend computes in F32, and the tiny
+ * F32 fixtures must match HF to fp32 rounding; a GPU backend converts to BF16 at upload).
+ * Unfused tensors stay zero-copy in the safetensors mapping when BF16/F32 and aligned to their
+ * element size; F16 (and misaligned) tensors are copied/widened to F32.
+ *
+ * KV cache layout (owned by the context, F32): [n_seq][L][n_ctx][KV] for K and for V, so the
+ * cache of one (sequence, layer) is a contiguous [n_ctx, Hkv, D] block — what the attention op
+ * reads.
+ */
+#ifndef TINFER_MODELS_LLAMA_H
+#define TINFER_MODELS_LLAMA_H
+
+#include "config.h"
+#include "error.h"
+#include "models/backend.h"
+#include "safetensors.h"
+
+#include <stdint.h>
+
+/* A weight tensor: data in host memory (mapping or owned allocation) + its element type. */
+typedef struct tinfer_weight {
+    const void *data;
+    tinfer_dtype dtype;
+} tinfer_weight;
+
+typedef struct tinfer_llama_layer {
+    tinfer_weight attn_norm; /* [E]           input_layernorm */
+    tinfer_weight wqkv;      /* [Q + 2*KV, E] q_proj | k_proj | v_proj rows, fused (owned) */
+    const float *bqkv;       /* [Q + 2*KV]    q|k|v biases (owned F32), NULL without biases */
+    tinfer_weight wo;        /* [E, Q]        o_proj */
+    const float *bo;         /* [E]           o_proj bias (owned F32), NULL when absent */
+    tinfer_weight ffn_norm;  /* [E]           post_attention_layernorm */
+    tinfer_weight wgu;       /* [2*F, E]      gate_proj | up_proj rows, fused (owned) */
+    tinfer_weight wdown;     /* [E, F]        down_proj */
+} tinfer_llama_layer;
+
+typedef struct tinfer_llama_weights {
+    tinfer_weight tok_embd;     /* [V, E] model.embed_tokens */
+    tinfer_weight out_norm;     /* [E]    model.norm */
+    tinfer_weight lm_head;      /* [V, E] lm_head, or tok_embd when tie_word_embeddings */
+    tinfer_llama_layer *layers; /* [L] */
+    int32_t n_layer;
+    void **owned;               /* every allocation made at load, freed by tinfer_llama_free */
+    int32_t n_owned, cap_owned;
+    size_t owned_bytes;
+    tinfer_dtype fused_dtype;   /* dtype of the fused matrices (for the description) */
+} tinfer_llama_weights;
+
+/* Maps and validates every tensor (each shape checked against cfg; errors name the tensor and
+ * the expected and actual shape), fuses QKV and gate|up. On failure everything made is freed. */
+tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_st_set *st,
+                                tinfer_llama_weights *w, tinfer_err *err);
+void tinfer_llama_free(tinfer_llama_weights *w);
+
+/* Scratch of the forward pass, sized once from n_batch (tokens per call) and n_seq: decode
+ * never allocates. */
+typedef struct tinfer_llama_scratch {
+    int32_t n_batch, n_seq;
+    float *x;        /* [n_batch, E]        residual stream (tokens in seq-sorted order) */
+    float *xb;       /* [n_batch, E]        normed activations; also the LM-head row gather */
+    float *qkv;      /* [n_batch, Q + 2*KV] fused projection output, q|k|v per row */
+    float *att;      /* [n_batch, Q]        attention output */
+    float *gu;       /* [n_batch, 2*F]      gate|up output */
+    float *act;      /* [n_batch, F]        swiglu output */
+    int32_t *order;  /* [n_batch] batch index of the i-th token in seq-sorted order */
+    int32_t *inv;    /* [n_batch] sorted index of batch entry b */
+    int32_t *tok;    /* [n_batch] token ids, sorted order */
+    int32_t *pos;    /* [n_batch] positions, sorted order */
+    int32_t *seq_start; /* [n_seq + 1] first sorted index of each sequence */
+} tinfer_llama_scratch;
+
+tinfer_status tinfer_llama_scratch_init(const tinfer_llama_config *cfg, int32_t n_batch,
+                                        int32_t n_seq, tinfer_llama_scratch *s, tinfer_err *err);
+void tinfer_llama_scratch_free(tinfer_llama_scratch *s);
+
+/* One forward pass over a validated batch of n tokens (1 <= n <= n_batch): token[i] at
+ * position pos[i] of sequence seq[i]; positions of each sequence are contiguous and ascending
+ * in batch order and continue its cache. Writes K and V of every token into the cache
+ * (k_cache/v_cache [n_seq][L][n_ctx][KV]) and, for the n_out batch indices out_rows[j],
+ * logits[j, :V]. */
+tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *be_state,
+                                   const tinfer_llama_config *cfg, const tinfer_llama_weights *w,
+                                   tinfer_llama_scratch *s, float *k_cache, float *v_cache,
+                                   int32_t n_ctx, int32_t n, const int32_t *token,
+                                   const int32_t *pos, const int32_t *seq,
+                                   const int32_t *out_rows, int32_t n_out, float *logits,
+                                   tinfer_err *err);
+
+#endif

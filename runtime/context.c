@@ -1,0 +1,242 @@
+/*
+ * context.c — tinfer_context: the KV cache, per-sequence bookkeeping, batch validation and
+ * tinfer_decode / tinfer_get_logits.
+ *
+ * KV cache: F32, preallocated at init, [n_seq_max][n_layer][n_ctx][n_head_kv*head_dim] for K and
+ * the same for V (layout documented in models/llama.h, where it is written).
+ * A batch is validated completely before anything runs, so a rejected batch leaves the cache,
+ * the sequence lengths and the previous logits untouched:
+ *   token ids in [0, n_vocab), seq ids in [0, n_seq_max), n_tokens in [1, n_batch],
+ *   each sequence's positions = its cached length, +1, +2, ... in batch order,
+ *   cached length + tokens in the batch <= n_ctx (else TINFER_ERR_CONTEXT_FULL).
+ * Memory: the forward scratch is sized from n_batch at init. The logits buffer starts with
+ * room for n_seq_max rows (one per sequence: the decode case) and grows only when a batch asks
+ * for more rows than any batch before it, so steady-state decoding never allocates.
+ */
+#include "model_internal.h"
+
+#include "models/backend.h"
+#include "models/llama.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Default cache length when the caller passes n_ctx = 0 (tinfer.h: min(model's, 4096)): 4096
+ * tokens keep the default F32 cache of a 135M..1B model within a few hundred MB. */
+#define TINFER_DEFAULT_N_CTX 4096
+
+struct tinfer_context {
+    tinfer_err err;
+    const tinfer_model *model;
+    const tinfer_llama_config *cfg;
+    const tinfer_llama_weights *w;
+    const tinfer_backend_ops *ops;
+    int32_t n_ctx, n_seq_max, n_batch, n_threads;
+    float *k_cache;       /* [n_seq_max][n_layer][n_ctx][kv_dim] */
+    float *v_cache;       /* [n_seq_max][n_layer][n_ctx][kv_dim] */
+    int32_t *seq_len;     /* [n_seq_max] tokens cached per sequence */
+    int32_t *seq_count;   /* [n_seq_max] validation scratch: tokens per sequence in the batch */
+    int32_t *out_rows;    /* [n_batch] batch indices whose logits are computed */
+    int32_t *logit_row;   /* [n_batch] row in `logits` of batch entry i, -1 if none */
+    float *logits;        /* [cap_logits, n_vocab] */
+    int32_t cap_logits;
+    int32_t n_last;       /* n_tokens of the last successful tinfer_decode (0: none) */
+    tinfer_llama_scratch s;
+};
+
+tinfer_context_params tinfer_context_default_params(void) {
+    tinfer_context_params p;
+    memset(&p, 0, sizeof p);
+    p.n_ctx = 0;
+    p.n_seq_max = 1;
+    p.n_batch = 0;
+    p.n_threads = 0;
+    return p;
+}
+
+void tinfer_context_free(tinfer_context *c) {
+    if (!c) return;
+    tinfer_llama_scratch_free(&c->s);
+    free(c->k_cache);
+    free(c->v_cache);
+    free(c->seq_len);
+    free(c->seq_count);
+    free(c->out_rows);
+    free(c->logit_row);
+    free(c->logits);
+    free(c);
+}
+
+tinfer_status tinfer_context_init(tinfer_model *model, const tinfer_context_params *params,
+                                  tinfer_context **out) {
+    if (out) *out = NULL;
+    if (!model || !out)
+        return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG, "tinfer_context_init: NULL %s",
+                              !model ? "model" : "out");
+    tinfer_context_params p = params ? *params : tinfer_context_default_params();
+    const tinfer_llama_config *cfg = tinfer_model_config(model);
+    if (p.n_ctx < 0 || p.n_seq_max < 1 || p.n_batch < 0)
+        return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
+                              "tinfer_context_init: n_ctx %d, n_seq_max %d, n_batch %d (need "
+                              "n_ctx >= 0, n_seq_max >= 1, n_batch >= 0)",
+                              (int)p.n_ctx, (int)p.n_seq_max, (int)p.n_batch);
+    int32_t n_ctx = p.n_ctx;
+    if (n_ctx == 0)
+        n_ctx = cfg->n_ctx_train < TINFER_DEFAULT_N_CTX ? cfg->n_ctx_train : TINFER_DEFAULT_N_CTX;
+    int32_t n_batch = p.n_batch ? p.n_batch : n_ctx;
+
+    tinfer_context *c = calloc(1, sizeof *c);
+    if (!c) return tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY, "out of memory (context)");
+    c->model = model;
+    c->cfg = cfg;
+    c->w = tinfer_model_weights(model);
+    c->ops = tinfer_model_backend_ops(model);
+    c->n_ctx = n_ctx;
+    c->n_seq_max = p.n_seq_max;
+    c->n_batch = n_batch;
+    c->n_threads = p.n_threads > 0 ? p.n_threads : tinfer_model_n_threads(model);
+
+    const int64_t kv_dim = (int64_t)cfg->n_head_kv * cfg->head_dim;
+    /* int64 cannot overflow here: config.c caps layers, heads, head_dim and n_ctx so that
+     * n_layer * n_ctx * kv_dim < 2^50; times n_seq_max (int32) stays below 2^63 / 4. */
+    const int64_t kv_elems = (int64_t)p.n_seq_max * cfg->n_layer * (int64_t)n_ctx * kv_dim;
+    const int32_t cap0 = p.n_seq_max < n_batch ? p.n_seq_max : n_batch;
+    tinfer_status rc = TINFER_OK;
+    if ((uint64_t)kv_elems > SIZE_MAX / sizeof(float)) {
+        rc = tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY,
+                            "KV cache of %lld elements does not fit in memory",
+                            (long long)kv_elems);
+        goto fail;
+    }
+    c->k_cache = malloc((size_t)kv_elems * sizeof(float));
+    c->v_cache = malloc((size_t)kv_elems * sizeof(float));
+    c->seq_len = calloc((size_t)p.n_seq_max, sizeof(int32_t));
+    c->seq_count = calloc((size_t)p.n_seq_max, sizeof(int32_t));
+    c->out_rows = malloc((size_t)n_batch * sizeof(int32_t));
+    c->logit_row = malloc((size_t)n_batch * sizeof(int32_t));
+    c->logits = malloc((size_t)cap0 * (size_t)cfg->n_vocab * sizeof(float));
+    c->cap_logits = cap0;
+    if (!c->k_cache || !c->v_cache || !c->seq_len || !c->seq_count || !c->out_rows ||
+        !c->logit_row || !c->logits) {
+        rc = tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY,
+                            "out of memory: KV cache of 2 x %lld floats (n_ctx %d, n_seq_max %d)",
+                            (long long)kv_elems, (int)n_ctx, (int)p.n_seq_max);
+        goto fail;
+    }
+    tinfer_err sub;
+    if ((rc = tinfer_llama_scratch_init(cfg, n_batch, p.n_seq_max, &c->s, &sub)) != TINFER_OK) {
+        tinfer_err_copy(NULL, &sub, rc);
+        goto fail;
+    }
+    *out = c;
+    return TINFER_OK;
+fail:
+    tinfer_context_free(c);
+    return rc;
+}
+
+const char *tinfer_context_last_error(const tinfer_context *c) { return c ? c->err.msg : ""; }
+int32_t tinfer_context_n_ctx(const tinfer_context *c) { return c ? c->n_ctx : 0; }
+
+int32_t tinfer_seq_len(const tinfer_context *c, int32_t seq_id) {
+    if (!c || seq_id < 0 || seq_id >= c->n_seq_max) return 0;
+    return c->seq_len[seq_id];
+}
+
+tinfer_status tinfer_seq_clear(tinfer_context *c, int32_t seq_id) {
+    if (!c) return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG, "tinfer_seq_clear: NULL context");
+    if (seq_id >= c->n_seq_max)
+        return tinfer_err_set(&c->err, TINFER_ERR_INVALID_ARG,
+                              "tinfer_seq_clear: seq_id %d out of range (n_seq_max %d)",
+                              (int)seq_id, (int)c->n_seq_max);
+    if (seq_id < 0)
+        memset(c->seq_len, 0, (size_t)c->n_seq_max * sizeof(int32_t));
+    else
+        c->seq_len[seq_id] = 0;
+    return TINFER_OK;
+}
+
+static tinfer_status validate(tinfer_context *c, const tinfer_batch *b) {
+    tinfer_err *e = &c->err;
+    const int32_t n = b->n_tokens;
+    if (n < 1)
+        return tinfer_err_set(e, TINFER_ERR_INVALID_ARG, "tinfer_decode: empty batch (n_tokens %d)",
+                              (int)n);
+    if (n > c->n_batch)
+        return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
+                              "tinfer_decode: batch has %d tokens but n_batch is %d", (int)n,
+                              (int)c->n_batch);
+    if (!b->token || !b->pos || !b->seq_id)
+        return tinfer_err_set(e, TINFER_ERR_INVALID_ARG, "tinfer_decode: batch.%s is NULL",
+                              !b->token ? "token" : !b->pos ? "pos" : "seq_id");
+    memset(c->seq_count, 0, (size_t)c->n_seq_max * sizeof(int32_t));
+    for (int32_t i = 0; i < n; i++) {
+        if (b->token[i] < 0 || b->token[i] >= c->cfg->n_vocab)
+            return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
+                                  "tinfer_decode: batch entry %d: token id %d out of range "
+                                  "[0, %d)",
+                                  (int)i, (int)b->token[i], (int)c->cfg->n_vocab);
+        if (b->seq_id[i] < 0 || b->seq_id[i] >= c->n_seq_max)
+            return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
+                                  "tinfer_decode: batch entry %d: seq_id %d out of range [0, %d)",
+                                  (int)i, (int)b->seq_id[i], (int)c->n_seq_max);
+        c->seq_count[b->seq_id[i]]++;
+    }
+    for (int32_t q = 0; q < c->n_seq_max; q++)
+        if (c->seq_count[q] > 0 && (int64_t)c->seq_len[q] + c->seq_count[q] > c->n_ctx)
+            return tinfer_err_set(e, TINFER_ERR_CONTEXT_FULL,
+                                  "sequence %d would need %lld tokens but n_ctx is %d", (int)q,
+                                  (long long)c->seq_len[q] + c->seq_count[q], (int)c->n_ctx);
+    memset(c->seq_count, 0, (size_t)c->n_seq_max * sizeof(int32_t));
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t q = b->seq_id[i], want = c->seq_len[q] + c->seq_count[q];
+        if (b->pos[i] != want)
+            return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
+                                  "tinfer_decode: batch entry %d: position %d for sequence %d, "
+                                  "expected %d (positions must continue the sequence's cache in "
+                                  "order)",
+                                  (int)i, (int)b->pos[i], (int)q, (int)want);
+        c->seq_count[q]++;
+    }
+    return TINFER_OK;
+}
+
+tinfer_status tinfer_decode(tinfer_context *c, const tinfer_batch *b) {
+    if (!c || !b)
+        return tinfer_err_set(c ? &c->err : NULL, TINFER_ERR_INVALID_ARG,
+                              "tinfer_decode: NULL %s", !c ? "context" : "batch");
+    tinfer_status rc = validate(c, b);
+    if (rc != TINFER_OK) return rc;
+
+    const int32_t n = b->n_tokens;
+    int32_t n_out = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const bool want = b->logits ? b->logits[i] != 0 : i == n - 1;
+        c->logit_row[i] = want ? n_out : -1;
+        if (want) c->out_rows[n_out++] = i;
+    }
+    if (n_out > c->cap_logits) {
+        float *p = realloc(c->logits, (size_t)n_out * (size_t)c->cfg->n_vocab * sizeof(float));
+        if (!p)
+            return tinfer_err_set(&c->err, TINFER_ERR_OUT_OF_MEMORY,
+                                  "out of memory: logits for %d rows", (int)n_out);
+        c->logits = p;
+        c->cap_logits = n_out;
+    }
+    if (omp_get_max_threads() != c->n_threads) omp_set_num_threads(c->n_threads);
+
+    c->n_last = 0; /* the previous logits are overwritten from here on */
+    rc = tinfer_llama_forward(c->ops, NULL, c->cfg, c->w, &c->s, c->k_cache, c->v_cache, c->n_ctx,
+                              n, b->token, b->pos, b->seq_id, c->out_rows, n_out, c->logits,
+                              &c->err);
+    if (rc != TINFER_OK) return rc;
+    for (int32_t i = 0; i < n; i++) c->seq_len[b->seq_id[i]]++;
+    c->n_last = n;
+    return TINFER_OK;
+}
+
+const float *tinfer_get_logits(const tinfer_context *c, int32_t i) {
+    if (!c || i < 0 || i >= c->n_last || c->logit_row[i] < 0) return NULL;
+    return c->logits + (size_t)c->logit_row[i] * (size_t)c->cfg->n_vocab;
+}

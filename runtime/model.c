@@ -1,0 +1,151 @@
+/*
+ * model.c — tinfer_model: loading an HF directory (config.json + generation_config.json,
+ * safetensors, tokenizer.json, weights) and the model-level queries of tinfer.h.
+ *
+ * Load order: config -> safetensors -> tokenizer -> weights. Every sub-loader reports into a
+ * local error slot whose message is copied into the thread-local slot (tinfer_err_copy); on any
+ * failure everything made so far is freed and *out stays NULL.
+ * Backends: AUTO resolves to the CPU (this build has no CUDA model backend yet); CUDA asked for
+ * explicitly fails with TINFER_ERR_NO_DEVICE. Threads: omp_set_num_threads once at load.
+ */
+#include "model_internal.h"
+
+#include "models/backend.h"
+#include "models/llama.h"
+#include "safetensors.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tinfer_model {
+    tinfer_err err;
+    tinfer_llama_config cfg;
+    tinfer_st_set *st;
+    tinfer_tokenizer *tok;
+    tinfer_llama_weights w;
+    tinfer_backend backend;
+    const tinfer_backend_ops *ops;
+    int32_t n_threads;
+    int64_t n_params;
+    char desc[160];
+};
+
+tinfer_model_params tinfer_model_default_params(void) {
+    tinfer_model_params p;
+    memset(&p, 0, sizeof p);
+    p.backend = TINFER_BACKEND_AUTO;
+    p.n_threads = 0;
+    return p;
+}
+
+void tinfer_model_free(tinfer_model *m) {
+    if (!m) return;
+    tinfer_llama_free(&m->w);
+    tinfer_tokenizer_free(m->tok);
+    tinfer_st_close(m->st);
+    free(m);
+}
+
+tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *params,
+                                tinfer_model **out) {
+    if (out) *out = NULL;
+    if (!dir || !out)
+        return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG, "tinfer_model_load: NULL %s",
+                              !dir ? "dir" : "out");
+    tinfer_model_params p = params ? *params : tinfer_model_default_params();
+    if (p.backend == TINFER_BACKEND_CUDA)
+        return tinfer_err_set(NULL, TINFER_ERR_NO_DEVICE, "this build has no CUDA backend");
+    if (p.backend != TINFER_BACKEND_AUTO && p.backend != TINFER_BACKEND_CPU)
+        return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG, "tinfer_model_load: unknown backend %d",
+                              (int)p.backend);
+
+    tinfer_model *m = calloc(1, sizeof *m);
+    if (!m) return tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY, "out of memory (model)");
+    tinfer_err sub;
+    sub.msg[0] = '\0';
+    tinfer_status rc;
+    if ((rc = tinfer_config_load(dir, &m->cfg, &sub)) != TINFER_OK ||
+        (rc = tinfer_st_open_dir(dir, &m->st, &sub)) != TINFER_OK ||
+        (rc = tinfer_tokenizer_load(dir, &m->tok, &sub)) != TINFER_OK ||
+        (rc = tinfer_llama_load(&m->cfg, m->st, &m->w, &sub)) != TINFER_OK) {
+        tinfer_err_copy(NULL, &sub, rc);
+        tinfer_model_free(m);
+        return rc;
+    }
+    /* Token ids the tokenizer can produce index the embedding table. */
+    int32_t tok_vocab = tinfer_tokenizer_n_vocab(m->tok);
+    if (tok_vocab > m->cfg.n_vocab) {
+        rc = tinfer_err_set(NULL, TINFER_ERR_FORMAT,
+                            "%s/tokenizer.json: %d tokens but config.json vocab_size is %d", dir,
+                            (int)tok_vocab, (int)m->cfg.n_vocab);
+        tinfer_model_free(m);
+        return rc;
+    }
+
+    m->backend = TINFER_BACKEND_CPU;
+    m->ops = &tinfer_backend_cpu;
+    m->n_threads = p.n_threads > 0 ? p.n_threads : omp_get_num_procs();
+    omp_set_num_threads(m->n_threads);
+    for (int64_t i = 0; i < tinfer_st_count(m->st); i++) m->n_params += tinfer_st_at(m->st, i)->n_elems;
+    snprintf(m->desc, sizeof m->desc, "%s %d layers, hidden %d, %d/%d heads, %s, %s",
+             m->cfg.qkv_bias ? "qwen2" : "llama", (int)m->cfg.n_layer, (int)m->cfg.n_embd,
+             (int)m->cfg.n_head, (int)m->cfg.n_head_kv,
+             m->w.fused_dtype == TINFER_DTYPE_BF16 ? "bf16" : "f32", m->ops->name);
+    *out = m;
+    return TINFER_OK;
+}
+
+const char *tinfer_model_last_error(const tinfer_model *m) { return m ? m->err.msg : ""; }
+
+int32_t tinfer_model_n_vocab(const tinfer_model *m) { return m ? m->cfg.n_vocab : 0; }
+int32_t tinfer_model_n_ctx_train(const tinfer_model *m) { return m ? m->cfg.n_ctx_train : 0; }
+int32_t tinfer_model_n_layer(const tinfer_model *m) { return m ? m->cfg.n_layer : 0; }
+int32_t tinfer_model_n_embd(const tinfer_model *m) { return m ? m->cfg.n_embd : 0; }
+int64_t tinfer_model_n_params(const tinfer_model *m) { return m ? m->n_params : 0; }
+tinfer_backend tinfer_model_backend(const tinfer_model *m) {
+    return m ? m->backend : TINFER_BACKEND_AUTO;
+}
+const char *tinfer_model_desc(const tinfer_model *m) { return m ? m->desc : ""; }
+
+tinfer_token tinfer_token_bos(const tinfer_model *m) { return m ? m->cfg.bos_id : -1; }
+int32_t tinfer_token_eos_count(const tinfer_model *m) { return m ? m->cfg.n_eos : 0; }
+tinfer_token tinfer_token_eos(const tinfer_model *m, int32_t i) {
+    return m && i >= 0 && i < m->cfg.n_eos ? m->cfg.eos_ids[i] : -1;
+}
+bool tinfer_token_is_eog(const tinfer_model *m, tinfer_token t) {
+    if (!m) return false;
+    for (int32_t i = 0; i < m->cfg.n_eos; i++)
+        if (m->cfg.eos_ids[i] == t) return true;
+    return false;
+}
+
+/* HF semantics (GenerationConfig): without do_sample=true decoding is greedy whatever the
+ * temperature says; with it, HF's temperature default is 1.0. Absent keys keep the caller's
+ * values. */
+void tinfer_model_generation_defaults(const tinfer_model *m, tinfer_sampler_params *p) {
+    if (!m || !p) return;
+    const tinfer_llama_config *c = &m->cfg;
+    if (c->has_gen_top_k) p->top_k = c->gen_top_k;
+    if (c->has_gen_top_p) p->top_p = c->gen_top_p;
+    if (c->has_gen_min_p) p->min_p = c->gen_min_p;
+    if (c->has_gen_repeat_penalty) p->repeat_penalty = c->gen_repeat_penalty;
+    if (!c->gen_do_sample)
+        p->temperature = 0.0f;
+    else
+        p->temperature = c->has_gen_temperature ? c->gen_temperature : 1.0f;
+}
+
+const tinfer_tokenizer *tinfer_model_tokenizer(const tinfer_model *m) { return m ? m->tok : NULL; }
+const tinfer_llama_config *tinfer_model_config(const tinfer_model *m) { return m ? &m->cfg : NULL; }
+tinfer_err *tinfer_model_err_slot(const tinfer_model *m) {
+    return m ? (tinfer_err *)&m->err : NULL;
+}
+const struct tinfer_llama_weights *tinfer_model_weights(const tinfer_model *m) {
+    return m ? &m->w : NULL;
+}
+const struct tinfer_backend_ops *tinfer_model_backend_ops(const tinfer_model *m) {
+    return m ? m->ops : NULL;
+}
+int32_t tinfer_model_n_threads(const tinfer_model *m) { return m ? m->n_threads : 1; }
