@@ -404,7 +404,8 @@ static tinfer_status compile_re(const tinfer_tokenizer *t, const char *pat, bool
     }
     int ec;
     PCRE2_SIZE eo;
-    uint32_t opts = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+    /* PCRE2_LITERAL refuses PCRE2_UCP (pcre2_compile docs); a literal needs no classes */
+    uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)(literal ? pat : p), PCRE2_ZERO_TERMINATED, opts,
                                    &ec, &eo, NULL);
     free(p);
@@ -1629,11 +1630,10 @@ static tinfer_status split_added(enc *e, size_t off, size_t len, bool normalized
 static tinfer_status encode_all(enc *e, const char *text, size_t len) {
     const tinfer_tokenizer *t = e->t;
     tinfer_status st;
-    size_t need = utf8_valid((const unsigned char *)text, len)
-                      ? len
-                      : tinfer_utf8_lossy((const unsigned char *)text, len, false, NULL, NULL);
+    bool valid = utf8_valid((const unsigned char *)text, len);
+    size_t need = valid ? len : tinfer_utf8_lossy((const unsigned char *)text, len, false, NULL, NULL);
     GROW(e, e->work, e->work_cap, need + 1);
-    if (need == len) memcpy(e->work, text, len);
+    if (valid) memcpy(e->work, text, len);
     else tinfer_utf8_lossy((const unsigned char *)text, len, false, e->work, NULL);
     e->work_len = need;
     e->md = pcre2_match_data_create(1, NULL);
