@@ -36,6 +36,20 @@
 /* A double holds integers exactly up to 2^53; ids and dims far below that. */
 #define CFG_MAX_EXACT_INT 9007199254740992.0
 
+/* Parses text[0, len) (text[len] == '\0') as one JSON value followed only by whitespace:
+ * cJSON_ParseWithLength alone would accept trailing garbage. */
+static cJSON *cfg_parse_json(const char *text, size_t len) {
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) return NULL;
+    for (const char *p = end; p && p < text + len; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+            cJSON_Delete(root);
+            return NULL;
+        }
+    return root;
+}
+
 static const char *cfg_type_name(const cJSON *it) {
     if (cJSON_IsNull(it)) return "null";
     if (cJSON_IsBool(it)) return "a boolean";
@@ -224,7 +238,25 @@ static tinfer_status cfg_from_json(const cJSON *root, const char *label, tinfer_
 
     c->rope_theta = 10000.0f;
     c->rms_norm_eps = 1e-6f;
-    CFG_TRY(cfg_num(root, label, "rope_theta", 0.0, true, 1e12, &c->rope_theta, NULL, err));
+    /* rope_theta in use: 1e4 (Llama 2) to 5e5 (Llama 3) and ~1e7 for long-context variants; 1e12
+     * leaves room and keeps theta^(-2i/d) well inside float range. */
+    bool has_theta = false;
+    CFG_TRY(cfg_num(root, label, "rope_theta", 0.0, true, 1e12, &c->rope_theta, &has_theta, err));
+    /* transformers >= 5 writes {"rope_parameters": {"rope_theta": .., "rope_type": "default"}}
+     * instead of a top-level rope_theta; any other rope_type is a scaling scheme. */
+    const cJSON *rope_p = cfg_get(root, "rope_parameters");
+    if (rope_p && cJSON_IsObject(rope_p)) {
+        if (!has_theta)
+            CFG_TRY(cfg_num(rope_p, label, "rope_theta", 0.0, true, 1e12, &c->rope_theta, NULL,
+                            err));
+        const cJSON *rt = cfg_get(rope_p, "rope_type");
+        if (rt && !cJSON_IsNull(rt) &&
+            !(cJSON_IsString(rt) && rt->valuestring && !strcmp(rt->valuestring, "default")))
+            return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED,
+                                  "%s: key 'rope_parameters.rope_type' ('%s') is not supported",
+                                  label, cJSON_IsString(rt) && rt->valuestring ? rt->valuestring
+                                                                                : "?");
+    }
     /* eps is added to a mean of squares; >= 1 would swamp any real activation scale */
     CFG_TRY(cfg_num(root, label, "rms_norm_eps", 0.0, true, 1.0, &c->rms_norm_eps, NULL, err));
     if (c->rms_norm_eps == 0.0f) /* a positive double that underflows float */
@@ -291,7 +323,7 @@ tinfer_status tinfer_config_parse(const char *json, size_t len, const char *labe
     if (!text) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", label);
     if (len) memcpy(text, json, len);
     text[len] = '\0';
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    cJSON *root = cfg_parse_json(text, len);
     free(text);
     if (!root) return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: not valid JSON", label);
     tinfer_status st = cfg_from_json(root, label, cfg, err);
@@ -357,8 +389,10 @@ static tinfer_status cfg_generation(const cJSON *root, const char *label, tinfer
     if (!cJSON_IsObject(root))
         return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: not a JSON object", label);
     CFG_TRY(cfg_bool(root, label, "do_sample", &c->gen_do_sample, err));
-    /* Ranges follow transformers' GenerationConfig.validate: temperature >= 0 (0 = greedy; above
-     * 100 is nonsense), top_p and min_p are probabilities, repetition_penalty > 0. */
+    /* Ranges where the values mean something: temperature >= 0 (0 = greedy); top_p and min_p are
+     * probabilities; repetition_penalty > 0 (it divides logits). The upper bound of 100 on
+     * temperature and penalty is far past any useful setting (both are ~1 in practice) and only
+     * rejects garbage. */
     CFG_TRY(cfg_num(root, label, "temperature", 0.0, false, 100.0, &c->gen_temperature,
                     &c->has_gen_temperature, err));
     CFG_TRY(cfg_num(root, label, "top_p", 0.0, true, 1.0, &c->gen_top_p, &c->has_gen_top_p, err));
@@ -400,7 +434,7 @@ tinfer_status tinfer_config_load(const char *dir, tinfer_llama_config *cfg, tinf
         goto cleanup;
     }
     if (st != TINFER_OK) goto cleanup;
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    cJSON *root = cfg_parse_json(text, len);
     if (!root) {
         st = tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: not valid JSON", gpath);
         goto cleanup;

@@ -101,6 +101,21 @@ static bool st_json_uint(const cJSON *it, uint64_t *out) {
     return true;
 }
 
+/* cJSON_ParseWithLength stops after the first value and ignores what follows; a header or index
+ * with trailing garbage is malformed, so parse and then require that only JSON whitespace (the
+ * reference writer pads headers with spaces) is left. text[len] must be '\0'. */
+static cJSON *st_parse_json(const char *text, size_t len) {
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) return NULL;
+    for (const char *p = end; p && p < text + len; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+            cJSON_Delete(root);
+            return NULL;
+        }
+    return root;
+}
+
 static tinfer_status st_oom(tinfer_err *err, const char *what) {
     return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
 }
@@ -349,7 +364,7 @@ static tinfer_status st_parse_shard(tinfer_st_set *set, int32_t si, tinfer_err *
     if (!text) return st_oom(err, path);
     memcpy(text, hdr, (size_t)hlen);
     text[hlen] = '\0';
-    cJSON *root = cJSON_ParseWithLength(text, (size_t)hlen);
+    cJSON *root = st_parse_json(text, (size_t)hlen);
     free(text);
     if (!root) return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: header is not valid JSON", path);
 
@@ -564,7 +579,7 @@ static int st_str_ptr_cmp(const void *pa, const void *pb) {
 /* model.safetensors.index.json: {"weight_map": {tensor: shard file, ...}, "metadata": {...}}. */
 static tinfer_status st_load_index(tinfer_st_set *set, const char *dir, const char *ipath,
                                    const char *text, size_t len, tinfer_err *err) {
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    cJSON *root = st_parse_json(text, len);
     if (!root) return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: not valid JSON", ipath);
     tinfer_status st = TINFER_OK;
     const cJSON **entries = NULL;

@@ -12,8 +12,18 @@
  * non-negative integers, product(shape)*dtype_size == e-b (overflow-checked), 0 <= b <= e <=
  * data size, tensors sorted by offset neither overlap nor leave gaps and cover the data section.
  *
+ * Integers in the header must be exact (<= 2^53, the limit of cJSON's double); the header is at
+ * most 100 MB (the cap of huggingface/safetensors); dtype and data_offsets beyond these are
+ * rejected. __metadata__, when present, must be an object of strings and is otherwise ignored.
+ *
  * A model directory holds model.safetensors, or model.safetensors.index.json whose "weight_map"
- * maps each tensor name to a shard file in the same directory.
+ * maps each tensor name to a shard file in the same directory (plain file names only: no '/' or
+ * ".."); every listed tensor must be in the shard named, and no tensor may be in two shards.
+ *
+ * Alignment: `data` is only as aligned as the writer made the header (the reference writer pads
+ * it to 8 bytes, nothing enforces that): read elements with memcpy or byte loads.
+ * tinfer_st_at enumerates tensors in name order (strcmp), which tinfer_st_find bsearches.
+ * A set is immutable after opening: concurrent lookups from several threads are safe.
  */
 #ifndef TINFER_SAFETENSORS_H
 #define TINFER_SAFETENSORS_H

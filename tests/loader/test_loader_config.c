@@ -129,6 +129,8 @@ static void test_bad(void) {
 
     st = tinfer_config_parse("{\"a\": ", 6, "trunc.json", &c, &err);
     CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "trunc.json", "JSON", NULL);
+    st = tinfer_config_parse("{} {}", 5, "two.json", &c, &err);
+    CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "two.json", "JSON", NULL);
     st = tinfer_config_parse("[1]", 3, "arr.json", &c, &err);
     CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "arr.json", "object", NULL);
     /* not NUL-terminated: the parser must stop at len */

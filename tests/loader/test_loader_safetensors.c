@@ -156,6 +156,12 @@ static void test_bad_files(void) {
 
     st = open_bad("nojson.safetensors", "{\"a\": {\"dtype\": ", NULL, 0, &err);
     CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "nojson.safetensors", "not valid JSON", NULL);
+    st = open_bad("trailing.safetensors", "{}  x", NULL, 0, &err);
+    CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "trailing.safetensors", "not valid JSON", NULL);
+    CHECK(open_bad("padded.safetensors", "{}      \n", NULL, 0, &err) == TINFER_OK);
+    write_raw(tpath(0, "nul.safetensors"), "\x03\0\0\0\0\0\0\0{\0}", 11);
+    st = tinfer_st_open_file(tpath(0, "nul.safetensors"), &s, &err);
+    CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "nul.safetensors", "NUL", NULL);
     st = open_bad("array.safetensors", "[1, 2, 3]", NULL, 0, &err);
     CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "array.safetensors", "not a JSON object", NULL);
     st = open_bad("notobj.safetensors", "{\"t\": 5}", NULL, 0, &err);

@@ -51,7 +51,7 @@ if(TINFER_FUZZ)
     # into its first corpus directory, which must not be the source tree).
     set(_fuzz_work ${CMAKE_CURRENT_BINARY_DIR}/loader_fuzz_corpus)
     add_test(NAME loader_fuzz_short
-             COMMAND sh -c "rm -rf '${_fuzz_work}' && mkdir -p '${_fuzz_work}' && cp '${TINFER_LOADER_DIR}'/corpus/* '${_fuzz_work}'/ && '${_fuzz_bin}' -max_total_time=20 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 '${_fuzz_work}'")
+             COMMAND sh -c "rm -rf '${_fuzz_work}' && mkdir -p '${_fuzz_work}' && cp '${TINFER_LOADER_DIR}'/corpus/* '${_fuzz_work}'/ && '${_fuzz_bin}' -dict='${TINFER_LOADER_DIR}/fuzz.dict' -max_total_time=20 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 '${_fuzz_work}'")
     set_tests_properties(loader_fuzz_short PROPERTIES LABELS unit TIMEOUT 120)
     message(STATUS "tinfer: loader fuzzer fuzz_safetensors with ${TINFER_CLANG}")
   else()
