@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
         return fail("need INPUT.gguf and OUTDIR");
     }
 
-    char out[4000], tmp[4096], old[4096], msg[4400];
+    char out[4000], tmp[4096], old[4096], msg[8600];
     if (snprintf(out, sizeof out, "%s", outarg) >= (int)sizeof out) return fail("OUTDIR too long");
     size_t ol = strlen(out);
     while (ol > 1 && out[ol - 1] == '/') out[--ol] = 0;

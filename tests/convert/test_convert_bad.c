@@ -8,6 +8,11 @@
  * control that shows the failures below come from the one field each case breaks. Each bad case
  * must exit with status 1, print exactly one line "error: ..." on stderr that names the input file
  * and contains a case-specific phrase, and leave no output directory behind.
+ *
+ * Then a deterministic mutation loop (fixed seed, printed) flips random bytes of the valid file or
+ * truncates it, and runs the parser and the whole conversion in-process: every outcome must be
+ * either success or an error status with a one-line message naming the file. Run it under
+ * -DTINFER_ASAN=ON to turn any out-of-bounds read into a failure.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdbool.h>
@@ -19,6 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <fcntl.h>
+
+#include "convert.h"
 
 #define ALIGN 32 /* GGUF default alignment (MODEL_NOTES.md) */
 
@@ -215,6 +222,69 @@ static void expect_error(const char *conv, const char *dir, const char *name, co
     }
 }
 
+/* xorshift64 (Marsaglia 2003): a fixed, portable sequence */
+static uint64_t rng_next(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+enum { MUTATIONS = 3000 }; /* ~1 s; enough to reach every header field of the 27 KB file */
+
+static void mutate(const char *dir) {
+    const uint64_t seed = 0x9E3779B97F4A7C15ull;
+    uint64_t rs = seed;
+    spec s = {0};
+    buf base = build(&s);
+    char in[1024], out[1024];
+    snprintf(in, sizeof in, "%s/mutant.gguf", dir);
+    snprintf(out, sizeof out, "%s/mutant.out", dir);
+    mkdir(out, 0755);
+    int n_ok = 0, n_err = 0;
+    /* mutate only the metadata region + the start of the data (the rest is float payload) */
+    size_t meta = 1024 < base.n ? 1024 : base.n;
+    for (int it = 0; it < MUTATIONS; it++) {
+        buf m = {0};
+        put(&m, base.p, base.n);
+        int kind = (int)(rng_next(&rs) % 4);
+        if (kind == 0) {
+            m.n = (size_t)(rng_next(&rs) % base.n);
+        } else {
+            int nflip = 1 + (int)(rng_next(&rs) % 8);
+            for (int k = 0; k < nflip; k++) {
+                size_t pos = (size_t)(rng_next(&rs) % meta);
+                m.p[pos] = kind == 1 ? (uint8_t)rng_next(&rs) : kind == 2 ? 0xFF : (uint8_t)(m.p[pos] ^ 0x80);
+            }
+        }
+        write_file(in, &m);
+        free(m.p);
+        tinfer_err err = {{0}};
+        gguf_file *f = NULL;
+        conv_hparams hp;
+        char stp[1100];
+        snprintf(stp, sizeof stp, "%s/model.safetensors", out);
+        tinfer_status st = gguf_open(in, &f, &err);
+        if (!st) st = conv_read_hparams(f, &hp, &err);
+        if (!st) st = conv_write_config(f, &hp, false, out, &err);
+        if (!st) st = conv_write_tokenizer(f, &hp, out, &err);
+        if (!st) st = conv_write_safetensors(f, &hp, false, stp, &err);
+        gguf_close(f);
+        if (st == TINFER_OK) {
+            n_ok++;
+        } else if (st < 0 && err.msg[0] && !strchr(err.msg, '\n') && strstr(err.msg, in)) {
+            n_err++;
+        } else {
+            failures++;
+            fprintf(stderr, "FAIL mutation %d (seed %llu): status %d, message '%s'\n", it,
+                    (unsigned long long)seed, (int)st, err.msg);
+        }
+    }
+    free(base.p);
+    printf("ok   %d mutations (seed 0x%llx): %d converted, %d rejected with a message\n",
+           MUTATIONS, (unsigned long long)seed, n_ok, n_err);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s TINFER_CONVERT SCRATCH_DIR\n", argv[0]);
@@ -299,6 +369,8 @@ int main(int argc, char **argv) {
     expect_error(conv, dir, "wrong_rank", &s, "blk.0.attn_q.weight");
     s = (spec){0}; s.arch = "gpt2";
     expect_error(conv, dir, "unsupported_arch", &s, "general.architecture");
+
+    mutate(dir);
 
     if (failures) {
         fprintf(stderr, "%d case(s) failed\n", failures);

@@ -7,6 +7,7 @@ add_test(NAME convert_quant COMMAND test_convert_quant)
 set_tests_properties(convert_quant PROPERTIES LABELS unit)
 
 add_executable(test_convert_bad ${_cv}/test_convert_bad.c)
+target_link_libraries(test_convert_bad PRIVATE tinfer_convert_lib)
 add_dependencies(test_convert_bad tinfer-convert)
 add_test(NAME convert_bad_input
          COMMAND test_convert_bad $<TARGET_FILE:tinfer-convert> ${CMAKE_BINARY_DIR}/tests/convert_bad)
