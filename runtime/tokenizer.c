@@ -523,6 +523,7 @@ static tinfer_status parse_pretok(tinfer_tokenizer *t, const cJSON *p, const cha
 
 static tinfer_status append_ids(tinfer_tokenizer *t, int32_t **arr, int32_t *n,
                                 const int32_t *ids, int32_t k, bool front, tinfer_err *err) {
+    if (k == 0) return TINFER_OK;
     int32_t *na = realloc(*arr, (size_t)(*n + k + 1) * sizeof *na);
     if (!na) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", t->label);
     if (front) {

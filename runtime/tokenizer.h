@@ -3,7 +3,8 @@
  *
  * Encode: added/special tokens cut out as whole strings (leftmost-longest), then the
  * pre-tokenizer the file describes (Split with its regex via PCRE2, ByteLevel, Digits, Sequence;
- * NFC normalizer for Qwen2 is not supported -> TINFER_ERR_UNSUPPORTED unless input is ASCII),
+ * NFC normalizer for Qwen2: loads, but encoding text NFC could change (combining marks,
+ * scripts outside a conservative NFC-inert set) -> TINFER_ERR_UNSUPPORTED naming the code point),
  * then BPE merges by rank, then the post-processor (TemplateProcessing BOS) when add_special.
  * Decode: ByteLevel byte mapping back, added tokens' content verbatim.
  * Must agree token-for-token with HF `tokenizers` (tests/tokenizer).
