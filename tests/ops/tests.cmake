@@ -13,3 +13,8 @@ tinfer_ops_cpu_exe(test_gemm_cpu)
 add_test(NAME gemm_cpu COMMAND test_gemm_cpu)
 set_tests_properties(gemm_cpu PROPERTIES LABELS unit TIMEOUT 300)
 
+tinfer_ops_cpu_exe(test_ops_cpu)
+add_test(NAME ops_cpu COMMAND test_ops_cpu)
+set_tests_properties(ops_cpu PROPERTIES LABELS unit TIMEOUT 300)
+
+tinfer_ops_cpu_exe(perf_gemm_cpu)
