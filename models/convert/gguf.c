@@ -381,6 +381,10 @@ tinfer_status gguf_open(const char *path, gguf_file **out, tinfer_err *err) {
     gguf_file *f = calloc(1, sizeof *f);
     if (!f) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     f->path = strdup(path);
+    if (!f->path) {
+        gguf_close(f);
+        return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
         tinfer_status st = tinfer_err_set(err, TINFER_ERR_IO, "%s: cannot open: %s", path,
@@ -406,10 +410,30 @@ tinfer_status gguf_open(const char *path, gguf_file **out, tinfer_err *err) {
             return st;
         }
         f->map = m;
+        f->owns_map = true;
     }
     close(fd);
     rd r = {.p = f->map, .pos = 0, .size = f->size, .path = path, .err = err};
     tinfer_status st = parse(&r, f);
+    if (st) {
+        gguf_close(f);
+        return st;
+    }
+    *out = f;
+    return TINFER_OK;
+}
+
+tinfer_status gguf_open_mem(const void *data, size_t size, const char *name, gguf_file **out,
+                            tinfer_err *err) {
+    *out = NULL;
+    gguf_file *f = calloc(1, sizeof *f);
+    if (!f) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+    f->path = strdup(name);
+    f->map = (uint8_t *)data; /* never written: parse only reads */
+    f->size = data ? size : 0;
+    rd r = {.p = f->map, .pos = 0, .size = f->size, .path = name, .err = err};
+    tinfer_status st = f->path ? parse(&r, f)
+                               : tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory");
     if (st) {
         gguf_close(f);
         return st;
@@ -426,7 +450,7 @@ void gguf_close(gguf_file *f) {
         for (uint64_t i = 0; i < f->n_tensors; i++) free(f->tensors[i].name);
     free(f->kv);
     free(f->tensors);
-    if (f->map) munmap(f->map, f->size);
+    if (f->map && f->owns_map) munmap(f->map, f->size);
     free(f->path);
     free(f);
 }

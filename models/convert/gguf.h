@@ -80,6 +80,7 @@ typedef struct gguf_file {
     char *path;
     uint8_t *map;
     size_t size;
+    bool owns_map; /* false for gguf_open_mem */
     uint32_t version;
     uint64_t n_kv;
     gguf_kv *kv;
@@ -92,6 +93,10 @@ typedef struct gguf_file {
 /* Opens and validates path. On error returns a status and a message in err (and the thread-local
  * slot); *out is NULL. */
 tinfer_status gguf_open(const char *path, gguf_file **out, tinfer_err *err);
+/* Parses a GGUF held in memory (for tests and fuzzing); data must outlive the gguf_file. name
+ * stands for the path in messages. */
+tinfer_status gguf_open_mem(const void *data, size_t size, const char *name, gguf_file **out,
+                            tinfer_err *err);
 void gguf_close(gguf_file *f);
 
 /* ggml type properties; false for a type this parser does not know. */

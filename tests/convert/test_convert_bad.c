@@ -10,7 +10,7 @@
  * and contains a case-specific phrase, and leave no output directory behind.
  *
  * Then a deterministic mutation loop (fixed seed, printed) flips random bytes of the valid file or
- * truncates it, and runs the parser and the whole conversion in-process: every outcome must be
+ * truncates it, and runs the parser (gguf_open_mem) and the whole conversion in-process: every outcome must be
  * either success or an error status with a one-line message naming the file. Run it under
  * -DTINFER_ASAN=ON to turn any out-of-bounds read into a failure.
  */
@@ -257,19 +257,18 @@ static void mutate(const char *dir) {
                 m.p[pos] = kind == 1 ? (uint8_t)rng_next(&rs) : kind == 2 ? 0xFF : (uint8_t)(m.p[pos] ^ 0x80);
             }
         }
-        write_file(in, &m);
-        free(m.p);
         tinfer_err err = {{0}};
         gguf_file *f = NULL;
         conv_hparams hp;
         char stp[1100];
         snprintf(stp, sizeof stp, "%s/model.safetensors", out);
-        tinfer_status st = gguf_open(in, &f, &err);
+        tinfer_status st = gguf_open_mem(m.p, m.n, in, &f, &err);
         if (!st) st = conv_read_hparams(f, &hp, &err);
         if (!st) st = conv_write_config(f, &hp, false, out, &err);
         if (!st) st = conv_write_tokenizer(f, &hp, out, &err);
         if (!st) st = conv_write_safetensors(f, &hp, false, stp, &err);
         gguf_close(f);
+        free(m.p);
         if (st == TINFER_OK) {
             n_ok++;
         } else if (st < 0 && err.msg[0] && !strchr(err.msg, '\n') && strstr(err.msg, in)) {
