@@ -12,6 +12,10 @@
 
 #include "tinfer.h"
 
+#ifdef __cplusplus
+extern "C" { /* also called from the CUDA (.cu, C++) files */
+#endif
+
 #define TINFER_ERR_MSG_MAX 512
 
 typedef struct tinfer_err {
@@ -26,5 +30,9 @@ tinfer_status tinfer_err_set(tinfer_err *err, tinfer_status status, const char *
 /* Copies src's message into dst (and the thread-local slot); returns status. For passing an
  * error from an inner object (e.g. a loader) up to the handle that owns it. */
 tinfer_status tinfer_err_copy(tinfer_err *dst, const tinfer_err *src, tinfer_status status);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
