@@ -6,10 +6,12 @@
  * portable path; the SIMD paths live in gemm_cpu_avx2.c / gemm_cpu_avx512.c, compiled with
  * target attributes so the library never needs SIMD at compile time.
  * Blocking and threading (see gemm_cpu_internal.h for the packed layout):
- *   - M == 1: GEMV, W streamed once, OpenMP over contiguous row ranges of W.
- *   - M >= 2: per thread a contiguous range of N-panels; loop K-blocks outermost so the X block
- *     [M, kc] stays in L2 across panels, pack each (panel, K-block) of W once and run the
- *     micro-kernel over every row-block of X.
+ *   - M == 1: GEMV, W streamed once, OpenMP over chunks of GEMV_CHUNK rows of W.
+ *   - M >= 2: OpenMP over chunks of a few N-panels; in a chunk, K-blocks outermost so the X block
+ *     [M, kc] stays in cache across the chunk's panels, each (panel, K-block) of W packed once
+ *     and the micro-kernel run over every row-block of X.
+ *   Work items are handed out dynamically: on a shared machine a thread whose core is busy with
+ *   another process takes fewer items instead of stalling the whole call.
  * Small problems run on the calling thread: waking the OpenMP team costs a few microseconds,
  * more than the whole product below TINFER_GEMM_PAR_MIN_MACS.
  */
@@ -23,6 +25,11 @@
  * AVX2 core at the GEMV rate (measured with perf_gemm_cpu on the 2-core EPYC dev box, 2025),
  * several times the ~2-5 us cost of entering a parallel region with a sleeping team. */
 #define TINFER_GEMM_PAR_MIN_MACS ((int64_t)1 << 17)
+
+/* GEMV rows per work item: 64 rows x K 576 of BF16 is 74 KB, ~5 us at DRAM speed — small enough
+ * to balance over the threads (each item taken dynamically, so a thread slowed by another process
+ * on its core takes fewer), large enough that the per-item atomic (~0.1 us) is noise. */
+#define GEMV_CHUNK 64
 
 /* ---------------- portable path ---------------- */
 
@@ -155,13 +162,12 @@ void tinfer_gemm_cpu(int64_t M, int64_t N, int64_t K, const float *X, int64_t ld
     if (M * N * K < TINFER_GEMM_PAR_MIN_MACS) nthr = 1;
 
     if (M == 1) {
-        /* Rows per thread rounded to 8 so each thread's GEMV runs whole 4-row groups. */
-        int64_t chunk = ((N + nthr - 1) / nthr + 7) / 8 * 8;
-        if (nthr > 1 && chunk < N) {
-#pragma omp parallel num_threads(nthr)
-            {
-                int64_t n0 = omp_get_thread_num() * chunk, n1 = n0 + chunk < N ? n0 + chunk : N;
-                if (n0 < n1) p->gemv(n0, n1, K, X, W, w_dtype, ldw, bias, Y, accumulate);
+        if (nthr > 1) {
+            int64_t chunks = (N + GEMV_CHUNK - 1) / GEMV_CHUNK;
+#pragma omp parallel for num_threads(nthr) schedule(dynamic, 1)
+            for (int64_t c = 0; c < chunks; c++) {
+                int64_t n0 = c * GEMV_CHUNK, n1 = n0 + GEMV_CHUNK < N ? n0 + GEMV_CHUNK : N;
+                p->gemv(n0, n1, K, X, W, w_dtype, ldw, bias, Y, accumulate);
             }
         } else {
             p->gemv(0, N, K, X, W, w_dtype, ldw, bias, Y, accumulate);
@@ -172,15 +178,20 @@ void tinfer_gemm_cpu(int64_t M, int64_t N, int64_t K, const float *X, int64_t ld
     int64_t panels = (N + p->nr - 1) / p->nr;
     if (nthr > panels) nthr = (int)panels;
     if (nthr > 1) {
+        /* About 8 chunks per thread (at most 1/8 of a thread's share left unbalanced at the
+         * end), at most 16 panels each so a chunk stays a fraction of a millisecond. */
+        int64_t per = panels / (8 * (int64_t)nthr);
+        per = per < 1 ? 1 : per > 16 ? 16 : per;
+        int64_t chunks = (panels + per - 1) / per, cols = per * p->nr;
 #pragma omp parallel num_threads(nthr)
         {
             _Alignas(64) float buf[TINFER_GEMM_PACK_MAX];
-            int t = omp_get_thread_num(), T = omp_get_num_threads();
-            int64_t j0 = panels * t / T * p->nr, j1 = panels * (t + 1) / T * p->nr;
-            if (j1 > N) j1 = N;
-            if (j0 < j1)
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t c = 0; c < chunks; c++) {
+                int64_t j0 = c * cols, j1 = j0 + cols < N ? j0 + cols : N;
                 packed_cols(p, M, K, X, ldx, W, w_dtype, ldw, bias, Y, ldy, accumulate, j0, j1,
                             buf);
+            }
         }
     } else {
         _Alignas(64) float buf[TINFER_GEMM_PACK_MAX];
