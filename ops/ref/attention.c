@@ -14,6 +14,9 @@
  * probabilities kept on the stack, exp from ops_simd.h.
  * Threads: OpenMP over (query, KV head, head batch) items, interleaved so the causal triangle's
  * long and short rows spread over the threads; single-threaded when the whole call is small.
+ * When there are too few items for the threads (decode: 1 query x 3 KV heads on 2 threads) the
+ * keys of each item are split into ranges whose partial softmax states are merged afterwards
+ * (Dao et al. 2023, "Flash-Decoding"), so every thread streams its share of the cache.
  * Constraints: n_head % n_head_kv == 0, out does not overlap q/k/v, pos[i] < rows in the cache.
  */
 #include "ops/ref/ops_cpu.h"
@@ -31,6 +34,12 @@
 /* Multiply-adds below which the call stays single-threaded (~10 us on one core, the order of
  * an OpenMP team wake-up; dev box, 2 cores). */
 #define ATT_PAR_MIN ((int64_t)1 << 16)
+/* Key split for decode: at least ATT_SPLIT_MIN keys per range (shorter ranges cost more in the
+ * merge than they save); partial outputs of at most ATT_SPLIT_FLOATS floats (32 KiB of stack)
+ * and ATT_SPLIT_PARTS ranges, else no split. */
+#define ATT_SPLIT_MIN 256
+#define ATT_SPLIT_FLOATS 8192
+#define ATT_SPLIT_PARTS 64
 
 static void attn_head_scalar(float *o, const float *qh, const float *kg, const float *vg,
                              int64_t kvs, int64_t L, int32_t hd, float scale) {
@@ -57,12 +66,13 @@ static void attn_head_scalar(float *o, const float *qh, const float *kg, const f
 }
 
 #ifdef TINFER_OPS_X86
+/* Keys kg/vg rows 0 .. L-1 for nh heads: oh[t] = sum_j exp(s_j - m[t]) v_j (unnormalized),
+ * m[t] = max_j s_j, l[t] = sum_j exp(s_j - m[t]). */
 TINFER_OPS_AVX2_INLINE void attn_batch_body(const int nh, float *const *oh,
                                             const float *const *qh, const float *kg,
                                             const float *vg, int64_t kvs, int64_t L, int32_t hd,
-                                            float scale) {
+                                            float scale, float *m, float *l) {
     _Alignas(32) float s[ATT_HB][ATT_BLK];
-    float m[ATT_HB], l[ATT_HB];
     int32_t hd8 = hd & ~7;
     for (int t = 0; t < nh; t++) {
         m[t] = -INFINITY;
@@ -131,20 +141,17 @@ TINFER_OPS_AVX2_INLINE void attn_batch_body(const int nh, float *const *oh,
             for (int jj = 0; jj < nb; jj++)
                 for (int t = 0; t < nh; t++) oh[t][d] += s[t][jj] * vb[jj * kvs + d];
     }
-    for (int t = 0; t < nh; t++) {
-        float inv = 1.0f / l[t];
-        for (int32_t d = 0; d < hd; d++) oh[t][d] *= inv;
-    }
 }
 
 static TINFER_OPS_AVX2 void attn_batch_avx2(int nh, float *const *oh, const float *const *qh,
                                             const float *kg, const float *vg, int64_t kvs,
-                                            int64_t L, int32_t hd, float scale) {
+                                            int64_t L, int32_t hd, float scale, float *m,
+                                            float *l) {
     switch (nh) {
-    case 4: attn_batch_body(4, oh, qh, kg, vg, kvs, L, hd, scale); break;
-    case 3: attn_batch_body(3, oh, qh, kg, vg, kvs, L, hd, scale); break;
-    case 2: attn_batch_body(2, oh, qh, kg, vg, kvs, L, hd, scale); break;
-    default: attn_batch_body(1, oh, qh, kg, vg, kvs, L, hd, scale); break;
+    case 4: attn_batch_body(4, oh, qh, kg, vg, kvs, L, hd, scale, m, l); break;
+    case 3: attn_batch_body(3, oh, qh, kg, vg, kvs, L, hd, scale, m, l); break;
+    case 2: attn_batch_body(2, oh, qh, kg, vg, kvs, L, hd, scale, m, l); break;
+    default: attn_batch_body(1, oh, qh, kg, vg, kvs, L, hd, scale, m, l); break;
     }
 }
 #endif
@@ -159,29 +166,83 @@ void tinfer_op_attention(float *out, int64_t out_stride, const float *q, int64_t
     const float scale = (float)(1.0 / sqrt((double)head_dim));
     const bool avx2 = tinfer_ops_cpu_isa_avx2();
     const int64_t items = n * n_head_kv * nbat;
-    int64_t work = 0;
-    for (int64_t i = 0; i < n; i++) work += ((int64_t)pos[i] + 1) * n_head * head_dim;
+    int64_t work = 0, lmin = INT64_MAX;
+    for (int64_t i = 0; i < n; i++) {
+        work += ((int64_t)pos[i] + 1) * n_head * head_dim;
+        lmin = (int64_t)pos[i] + 1 < lmin ? (int64_t)pos[i] + 1 : lmin;
+    }
+    const bool par = work >= ATT_PAR_MIN && (items > 1 || lmin >= 2 * ATT_SPLIT_MIN);
+    const int nthr = par && !omp_in_parallel() ? omp_get_max_threads() : 1;
 
-#pragma omp parallel for schedule(static, 1) if (work >= ATT_PAR_MIN && items > 1)
-    for (int64_t it = 0; it < items; it++) {
+    /* Key split (flash-decoding): too few items to share between the threads (decode), so each
+     * item's keys are cut into S ranges computed independently, then merged:
+     * m = max m_c, l = sum l_c e^(m_c - m), out = sum o_c e^(m_c - m) / l. */
+    int64_t S = 1;
+    if (avx2 && nthr > 1 && items < 2 * nthr) {
+        S = nthr;
+        if (S > lmin / ATT_SPLIT_MIN) S = lmin / ATT_SPLIT_MIN;
+        if (S > 1 && (items * S * ATT_HB * head_dim > ATT_SPLIT_FLOATS || items * S > ATT_SPLIT_PARTS))
+            S = 1;
+        if (S < 1) S = 1;
+    }
+    _Alignas(32) float part_o[S > 1 ? ATT_SPLIT_FLOATS : 1];
+    float part_m[S > 1 ? ATT_SPLIT_PARTS * ATT_HB : 1], part_l[S > 1 ? ATT_SPLIT_PARTS * ATT_HB : 1];
+
+#pragma omp parallel for schedule(static, 1) num_threads(nthr) if (nthr > 1)
+    for (int64_t u = 0; u < items * S; u++) {
+        int64_t it = u / S, c = u % S;
         int64_t i = it / (n_head_kv * nbat);
         int32_t g = (int32_t)(it / nbat % n_head_kv), b = (int32_t)(it % nbat);
         int32_t h0 = g * G + b * ATT_HB, nh = G - b * ATT_HB < ATT_HB ? G - b * ATT_HB : ATT_HB;
-        int64_t L = (int64_t)pos[i] + 1;
+        int64_t L = (int64_t)pos[i] + 1, ja = L * c / S, jb = L * (c + 1) / S;
         const float *kg = k + (int64_t)g * head_dim, *vg = v + (int64_t)g * head_dim;
         float *oh[ATT_HB];
         const float *qh[ATT_HB];
         for (int t = 0; t < nh; t++) {
-            oh[t] = out + i * out_stride + (int64_t)(h0 + t) * head_dim;
+            oh[t] = S > 1 ? part_o + (u * ATT_HB + t) * head_dim
+                          : out + i * out_stride + (int64_t)(h0 + t) * head_dim;
             qh[t] = q + i * q_stride + (int64_t)(h0 + t) * head_dim;
         }
 #ifdef TINFER_OPS_X86
         if (avx2) {
-            attn_batch_avx2(nh, oh, qh, kg, vg, kvs, L, head_dim, scale);
+            float m[ATT_HB], l[ATT_HB];
+            attn_batch_avx2(nh, oh, qh, kg + ja * kvs, vg + ja * kvs, kvs, jb - ja, head_dim, scale, m, l);
+            for (int t = 0; t < nh; t++) {
+                if (S > 1) {
+                    part_m[u * ATT_HB + t] = m[t];
+                    part_l[u * ATT_HB + t] = l[t];
+                    continue;
+                }
+                float inv = 1.0f / l[t];
+                for (int32_t d = 0; d < head_dim; d++) oh[t][d] *= inv;
+            }
             continue;
         }
 #endif
         (void)avx2;
+        (void)ja;
+        (void)jb;
         for (int t = 0; t < nh; t++) attn_head_scalar(oh[t], qh[t], kg, vg, kvs, L, head_dim, scale);
+    }
+    if (S == 1) return;
+    for (int64_t it = 0; it < items; it++) {
+        int64_t i = it / (n_head_kv * nbat);
+        int32_t g = (int32_t)(it / nbat % n_head_kv), b = (int32_t)(it % nbat);
+        int32_t h0 = g * G + b * ATT_HB, nh = G - b * ATT_HB < ATT_HB ? G - b * ATT_HB : ATT_HB;
+        for (int t = 0; t < nh; t++) {
+            float m = -INFINITY, l = 0.0f;
+            for (int64_t c = 0; c < S; c++) m = part_m[(it * S + c) * ATT_HB + t] > m ? part_m[(it * S + c) * ATT_HB + t] : m;
+            float *o = out + i * out_stride + (int64_t)(h0 + t) * head_dim;
+            memset(o, 0, (size_t)head_dim * sizeof(float));
+            for (int64_t c = 0; c < S; c++) {
+                int64_t u = it * S + c;
+                float f = expf(part_m[u * ATT_HB + t] - m);
+                l += part_l[u * ATT_HB + t] * f;
+                const float *po = part_o + (u * ATT_HB + t) * head_dim;
+                for (int32_t d = 0; d < head_dim; d++) o[d] += f * po[d];
+            }
+            float inv = 1.0f / l;
+            for (int32_t d = 0; d < head_dim; d++) o[d] *= inv;
+        }
     }
 }

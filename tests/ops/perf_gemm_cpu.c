@@ -5,10 +5,13 @@
  * ms/token and prefill tok/s the GEMMs alone imply for the 30-layer model (LM head on one row).
  * Decode timings rotate through enough weight copies (>= 64 MiB per shape) that W comes from DRAM
  * as in a real forward pass, not from the last-level cache.
+ * Then the attention op at the same shapes (9 heads / 3 KV heads, head_dim 64): decode of one
+ * token against a cache of 2048, and the causal prefill of 128 tokens, per layer and x 30.
  * Not a ctest test (it measures, it asserts nothing); results go in gemm/cpu/NOTES.md.
  * Usage: perf_gemm_cpu [isa]   (isa: scalar | avx2 | avx512, default automatic)
  */
 #include "gemm/cpu/gemm_cpu.h"
+#include "ops/ref/ops_cpu.h"
 
 #include <omp.h>
 #include <stdio.h>
@@ -77,6 +80,28 @@ static double time_shape(int64_t M, int64_t N, int64_t K, int *reps_out) {
     return t;
 }
 
+/* Seconds per tinfer_op_attention call: n queries at positions ctx - n .. ctx - 1. */
+static double time_attention(int64_t n, int64_t ctx) {
+    const int32_t NH = 9, NKV = 3, HD = 64;
+    float *q = malloc(sizeof(float) * (size_t)(n * NH * HD)), *o = malloc(sizeof(float) * (size_t)(n * NH * HD));
+    float *k = malloc(sizeof(float) * (size_t)(ctx * NKV * HD)), *v = malloc(sizeof(float) * (size_t)(ctx * NKV * HD));
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)n);
+    if (!q || !o || !k || !v || !pos) return -1.0;
+    for (int64_t i = 0; i < n * NH * HD; i++) q[i] = rnd();
+    for (int64_t i = 0; i < ctx * NKV * HD; i++) { k[i] = rnd(); v[i] = rnd(); }
+    for (int64_t i = 0; i < n; i++) pos[i] = (int32_t)(ctx - n + i);
+    tinfer_op_attention(o, NH * HD, q, NH * HD, k, v, n, pos, NH, NKV, HD);
+    int reps = 0;
+    double t0 = now_s(), t;
+    do {
+        tinfer_op_attention(o, NH * HD, q, NH * HD, k, v, n, pos, NH, NKV, HD);
+        reps++;
+        t = now_s() - t0;
+    } while (t < 0.2);
+    free(q); free(o); free(k); free(v); free(pos);
+    return t / reps;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && tinfer_gemm_cpu_force_isa(argv[1]) != 0) {
         fprintf(stderr, "perf_gemm_cpu: isa '%s' unknown or not supported here\n", argv[1]);
@@ -108,5 +133,9 @@ int main(int argc, char **argv) {
     printf("GEMMs only, %d layers: decode %.2f ms/token (%.1f tok/s); prefill of %d tokens "
            "%.1f ms (%.1f tok/s)\n",
            LAYERS, decode * 1e3, 1.0 / decode, PREFILL, prefill * 1e3, PREFILL / prefill);
+    double ad = time_attention(1, 2048), ap = time_attention(PREFILL, PREFILL);
+    printf("attention (%s): decode at context 2048 %.3f ms/layer (%.2f ms/token); prefill of %d "
+           "tokens %.3f ms/layer (%.1f ms)\n",
+           tinfer_ops_cpu_isa(), ad * 1e3, LAYERS * ad * 1e3, PREFILL, ap * 1e3, LAYERS * ap * 1e3);
     return 0;
 }
