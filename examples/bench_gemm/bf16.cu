@@ -1,0 +1,336 @@
+/*
+ * bf16.cu — `tinfer-bench-gemm bf16 [set] [--json F] [--png PREFIX] [--quick]`: the BF16 GEMM /
+ * GEMV kernels (gemm/bf16.h) against cuBLAS BF16 (cublasGemmEx, TN, FP32 compute, BF16 out),
+ * measured in the same run.
+ *
+ * Sets: square (M = N = K = 1024..8192: wmma, wgmma, cuBLAS), model (SmolLM2-135M and
+ * Llama-3-8B projection shapes at M = 1..2048: dispatcher "auto", decode rung 04, wgmma,
+ * cuBLAS), ladder (decode rungs 01..04 at M = 1 and 8), all (default: every set).
+ * Method (METHOD.md): inputs are random BF16 (never zeros), each kernel's output is checked
+ * against cuBLAS's before timing (normalized difference printed), warm-up, then 7 batches of
+ * launches timed with events, median batch. Weights and activations rotate over enough copies
+ * that one batch touches >= 256 MB, so decode rates are DRAM rates, not L2 (H200 L2 is 60 MB).
+ * The copy ceiling is a 2 GiB device-to-device cudaMemcpyAsync, counting read + write bytes.
+ * Output: a table on stdout, JSON records (--json), and two PNG charts (--png PREFIX:
+ * PREFIX_tflops.png TFLOP/s vs M, PREFIX_gbs.png GB/s vs M, ours vs cuBLAS).
+ */
+extern "C" { /* chart.h is a C header without C++ guards */
+#include "examples/bench_gemm/chart.h"
+}
+#include "gemm/bf16.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#define BCK(call)                                                                                  \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "error: %s at %s:%d: %s\n", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static __global__ void bf16_fill_kernel(uint16_t *p, size_t n, uint32_t seed) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)(i >> 32) * 0x9e3779b9u ^ seed;
+        h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+        const float f = (float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f;
+        p[i] = __bfloat16_as_ushort(__float2bfloat16_rn(f));
+    }
+}
+
+/* normalized difference of two BF16 outputs (device), computed on the host */
+static double bf16_diff(const uint16_t *a, const uint16_t *b, size_t n) {
+    std::vector<uint16_t> ha(n), hb(n);
+    BCK(cudaMemcpy(ha.data(), a, n * 2, cudaMemcpyDeviceToHost));
+    BCK(cudaMemcpy(hb.data(), b, n * 2, cudaMemcpyDeviceToHost));
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double x = tinfer_bf16_to_f32(ha[i]), y = tinfer_bf16_to_f32(hb[i]);
+        if (!std::isfinite(x)) return INFINITY;
+        num += (x - y) * (x - y);
+        den += y * y;
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+typedef struct rec {
+    std::string set, shape, kernel;
+    int64_t M, N, K;
+    double us, tflops, gbs, pct_cublas, pct_copy, diff;
+} rec;
+
+static cudaStream_t g_s;
+static cublasHandle_t g_cublas;
+static double g_copy_gbs = 0;
+static bool g_quick = false;
+
+/* median over 7 batches of `reps` launches of fn(i) (i rotates the buffers), in microseconds */
+template <typename Fn> static double time_us(Fn fn, int reps) {
+    cudaEvent_t e0, e1;
+    BCK(cudaEventCreate(&e0));
+    BCK(cudaEventCreate(&e1));
+    std::vector<float> t;
+    int it = 0;
+    for (int b = 0; b < (g_quick ? 3 : 7); b++) {
+        BCK(cudaEventRecord(e0, g_s));
+        for (int r = 0; r < reps; r++) fn(it++);
+        BCK(cudaEventRecord(e1, g_s));
+        BCK(cudaEventSynchronize(e1));
+        float ms = 0;
+        BCK(cudaEventElapsedTime(&ms, e0, e1));
+        t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    BCK(cudaEventDestroy(e0));
+    BCK(cudaEventDestroy(e1));
+    return t[t.size() / 2] * 1000.0 / reps;
+}
+
+static double measure_copy(void) {
+    const size_t bytes = (size_t)2 << 30;
+    void *a, *b;
+    BCK(cudaMalloc(&a, bytes));
+    BCK(cudaMalloc(&b, bytes));
+    BCK(cudaMemsetAsync(a, 1, bytes, g_s));
+    BCK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g_s));
+    const double us = time_us([&](int) { BCK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g_s)); }, 5);
+    BCK(cudaFree(a));
+    BCK(cudaFree(b));
+    return 2.0 * bytes / (us * 1e-6) / 1e9;
+}
+
+/* kernel ids: 0 cuBLAS, 1..4 decode rungs, 11 wmma, 13 wgmma, 20 auto (dispatcher) */
+static const char *kname(int k) {
+    switch (k) {
+    case 0: return "cublas";
+    case 1: return "gemv01_thread";
+    case 2: return "gemv02_warp";
+    case 3: return "gemv03_vector";
+    case 4: return "gemv04_splitk";
+    case 11: return "wmma";
+    case 13: return "wgmma_ws";
+    case 20: return "auto";
+    }
+    return "?";
+}
+
+static void bench_shape(std::vector<rec> &out, const char *set, const char *shape, int64_t M, int64_t N, int64_t K,
+                        const std::vector<int> &kernels) {
+    const size_t wsz = (size_t)(N * K), xsz = (size_t)(M * K), ysz = (size_t)(M * N);
+    const size_t per = (wsz + xsz) * 2;
+    /* enough copies that a batch of launches streams >= 256 MB (4x the 60 MB L2) */
+    int ncopy = (int)std::min<size_t>(64, std::max<size_t>(1, ((size_t)256 << 20) / per + 1));
+    if (per > ((size_t)1 << 30)) ncopy = 1;
+    uint16_t *W, *X, *Y, *Yref;
+    BCK(cudaMalloc(&W, wsz * 2 * ncopy));
+    BCK(cudaMalloc(&X, xsz * 2 * ncopy));
+    BCK(cudaMalloc(&Y, ysz * 2));
+    BCK(cudaMalloc(&Yref, ysz * 2));
+    bf16_fill_kernel<<<1024, 256, 0, g_s>>>(W, wsz * ncopy, 1234u);
+    bf16_fill_kernel<<<1024, 256, 0, g_s>>>(X, xsz * ncopy, 987u);
+    BCK(cudaGetLastError());
+    const double flop = 2.0 * M * N * K, bytes = (double)per + ysz * 2.0;
+    double cublas_us = 0;
+    bool to_ref = false;
+    for (int k : kernels) {
+        auto launch = [&](int i) {
+            const int c = i % ncopy;
+            const uint16_t *w = W + wsz * c, *x = X + xsz * c;
+            uint16_t *y = to_ref ? Yref : Y;
+            if (k == 0) {
+                const float alpha = 1.f, beta = 0.f;
+                cublasStatus_t cs = cublasGemmEx(g_cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &alpha, w,
+                                                 CUDA_R_16BF, (int)K, x, CUDA_R_16BF, (int)K, &beta, y, CUDA_R_16BF,
+                                                 (int)N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                if (cs != CUBLAS_STATUS_SUCCESS) {
+                    fprintf(stderr, "error: cublasGemmEx status %d\n", (int)cs);
+                    exit(1);
+                }
+                return;
+            }
+            tinfer_gemm_bf16_args a;
+            memset(&a, 0, sizeof a);
+            a.M = M; a.N = N; a.K = K; a.X = x; a.ldx = K; a.W = w; a.ldw = K;
+            a.Y = y; a.ldy = N; a.y_dtype = TINFER_DTYPE_BF16;
+            tinfer_err err;
+            tinfer_status st;
+            if (k >= 1 && k <= 4) st = tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)k, &a, g_s, &err);
+            else if (k == 11) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WMMA, &a, g_s, &err);
+            else if (k == 13) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_WS, &a, g_s, &err);
+            else st = tinfer_gemm_bf16(&a, TINFER_GEMM_BF16_PATH_AUTO, g_s, &err);
+            if (st != TINFER_OK) {
+                fprintf(stderr, "error: %s: %s\n", kname(k), err.msg);
+                exit(1);
+            }
+        };
+        /* reference output from cuBLAS on copy 0, then this kernel's output on copy 0 */
+        double diff = 0;
+        if (k == 0) {
+            to_ref = true;
+            launch(0);
+            to_ref = false;
+            BCK(cudaStreamSynchronize(g_s));
+        } else {
+            launch(0);
+            BCK(cudaStreamSynchronize(g_s));
+            diff = bf16_diff(Y, Yref, ysz);
+        }
+        /* one timed launch sizes the batch: ~2 ms of work, at least ncopy launches */
+        const double est = time_us(launch, 1);
+        int reps = (int)std::max(1.0, std::min(2000.0, 2000.0 / std::max(est, 1.0)));
+        if (reps < ncopy && est * ncopy < 50000) reps = ncopy;
+        const double us = time_us(launch, reps);
+        if (k == 0) cublas_us = us;
+        rec r;
+        r.set = set; r.shape = shape; r.kernel = kname(k);
+        r.M = M; r.N = N; r.K = K; r.us = us;
+        r.tflops = flop / (us * 1e-6) / 1e12;
+        r.gbs = bytes / (us * 1e-6) / 1e9;
+        r.pct_cublas = cublas_us > 0 ? 100.0 * cublas_us / us : 0;
+        r.pct_copy = 100.0 * r.gbs / g_copy_gbs;
+        r.diff = diff;
+        out.push_back(r);
+        printf("%-7s %-16s %5lld %6lld %6lld %-14s %9.2f us %7.1f TF/s %7.0f GB/s %6.1f%% cublas %5.1f%% copy diff %.1e%s\n",
+               set, shape, (long long)M, (long long)N, (long long)K, kname(k), us, r.tflops, r.gbs, r.pct_cublas,
+               r.pct_copy, diff, diff > 1e-2 ? "  MISMATCH" : "");
+        fflush(stdout);
+    }
+    BCK(cudaFree(W));
+    BCK(cudaFree(X));
+    BCK(cudaFree(Y));
+    BCK(cudaFree(Yref));
+}
+
+static void write_json(const char *path, const std::vector<rec> &rs, const char *gpu) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "error: cannot write %s\n", path);
+        return;
+    }
+    fprintf(f, "{\n  \"gpu\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"records\": [\n", gpu, g_copy_gbs);
+    for (size_t i = 0; i < rs.size(); i++) {
+        const rec &r = rs[i];
+        fprintf(f,
+                "    {\"set\": \"%s\", \"shape\": \"%s\", \"kernel\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, "
+                "\"us\": %.3f, \"tflops\": %.2f, \"gbs\": %.1f, \"pct_cublas\": %.1f, \"pct_copy\": %.1f, "
+                "\"diff_vs_cublas\": %.2e}%s\n",
+                r.set.c_str(), r.shape.c_str(), r.kernel.c_str(), (long long)r.M, (long long)r.N, (long long)r.K, r.us,
+                r.tflops, r.gbs, r.pct_cublas, r.pct_copy, r.diff, i + 1 < rs.size() ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    fclose(f);
+}
+
+/* Charts: for one model shape, TFLOP/s (and GB/s) vs M for auto and cuBLAS. */
+static void write_charts(const char *prefix, const std::vector<rec> &rs) {
+    const char *shapes[] = {"llama_qkv", "llama_gateup", "llama_down", "smol_gateup", "smol_lmhead"};
+    const char *kernels[] = {"auto", "cublas"};
+    for (int which = 0; which < 2; which++) {
+        std::vector<std::vector<double>> xs, ys;
+        std::vector<std::string> names;
+        for (const char *sh : shapes)
+            for (const char *kn : kernels) {
+                std::vector<double> x, y;
+                for (const rec &r : rs)
+                    if (r.set == "model" && r.shape == sh && r.kernel == kn) {
+                        x.push_back((double)r.M);
+                        y.push_back(which == 0 ? r.tflops : r.gbs);
+                    }
+                if (x.empty()) continue;
+                xs.push_back(x);
+                ys.push_back(y);
+                names.push_back(std::string(sh) + " " + (strcmp(kn, "auto") ? "cuBLAS" : "ours"));
+            }
+        if (xs.empty()) continue;
+        std::vector<tinfer_chart_series> ser(xs.size());
+        for (size_t i = 0; i < xs.size(); i++) {
+            ser[i].name = names[i].c_str();
+            ser[i].x = xs[i].data();
+            ser[i].y = ys[i].data();
+            ser[i].n = (int32_t)xs[i].size();
+        }
+        tinfer_chart_spec sp;
+        memset(&sp, 0, sizeof sp);
+        sp.title = which == 0 ? "BF16 GEMM TFLOP/s vs M (H200): ours (auto) vs cuBLAS" : "BF16 GEMM GB/s vs M: ours vs cuBLAS";
+        sp.x_label = "M (tokens)";
+        sp.y_label = which == 0 ? "TFLOP/s" : "GB/s (weights + activations)";
+        sp.log2_x = 1;
+        std::string path = std::string(prefix) + (which == 0 ? "_tflops.png" : "_gbs.png");
+        char eb[256];
+        if (tinfer_chart_write_png(path.c_str(), &sp, ser.data(), (int32_t)ser.size(), eb, sizeof eb) != 0)
+            fprintf(stderr, "warning: chart %s: %s\n", path.c_str(), eb);
+    }
+}
+
+extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
+    const char *set = "all", *json = NULL, *png = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "bf16")) continue;
+        if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+        else if (!strcmp(argv[i], "--png") && i + 1 < argc) png = argv[++i];
+        else if (!strcmp(argv[i], "--quick")) g_quick = true;
+        else if (!strcmp(argv[i], "--help")) {
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder] [--json F] [--png PREFIX] [--quick]\n");
+            return 0;
+        } else if (argv[i][0] != '-') set = argv[i];
+        else {
+            fprintf(stderr, "error: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+        fprintf(stderr, "error: no CUDA device\n");
+        return 77;
+    }
+    BCK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
+    if (cublasCreate(&g_cublas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(g_cublas, g_s) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "error: cublasCreate failed\n");
+        return 1;
+    }
+    g_copy_gbs = measure_copy();
+    printf("device %s, %d SMs; device-to-device copy %.0f GB/s (read + write)\n", prop.name,
+           prop.multiProcessorCount, g_copy_gbs);
+    std::vector<rec> rs;
+    const bool all = !strcmp(set, "all");
+    if (all || !strcmp(set, "ladder")) {
+        const struct { const char *n; int64_t N, K; } ls[] = {
+            {"llama_qkv", 6144, 4096}, {"llama_down", 4096, 14336}, {"smol_lmhead", 49152, 576}, {"smol_o", 576, 576}};
+        for (const auto &s : ls)
+            for (int64_t M : {1, 8}) bench_shape(rs, "ladder", s.n, M, s.N, s.K, {0, 1, 2, 3, 4});
+    }
+    if (all || !strcmp(set, "square")) {
+        for (int64_t n : {1024, 2048, 4096, 8192}) {
+            if (g_quick && n > 4096) continue;
+            bench_shape(rs, "square", "square", n, n, n, {0, 11, 13});
+        }
+    }
+    if (all || !strcmp(set, "model")) {
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"smol_qkv", 960, 576},     {"smol_o", 576, 576},       {"smol_gateup", 3072, 576},
+            {"smol_down", 576, 1536},   {"smol_lmhead", 49152, 576}, {"llama_qkv", 6144, 4096},
+            {"llama_gateup", 28672, 4096}, {"llama_down", 4096, 14336}};
+        for (const auto &s : ms)
+            for (int64_t M : {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048}) {
+                if (g_quick && M != 1 && M != 16 && M != 512) continue;
+                std::vector<int> ks = {0, 20};
+                if (M <= 64) ks.push_back(4);  /* threshold sweep: GEMV vs GEMM around 16 */
+                ks.push_back(13);
+                bench_shape(rs, "model", s.n, M, s.N, s.K, ks);
+            }
+    }
+    if (json) write_json(json, rs, prop.name);
+    if (png) write_charts(png, rs);
+    cublasDestroy(g_cublas);
+    BCK(cudaStreamDestroy(g_s));
+    return 0;
+}

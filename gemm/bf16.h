@@ -1,0 +1,104 @@
+/*
+ * bf16.h — the BF16 GPU GEMM/GEMV entry points: Y[M,N'] = epi(X[M,K] · W[N,K]^T).
+ *
+ * Conventions (DESIGN.md): M = tokens, N = rows of the weight (output features), K = input
+ * features; W row-major [N, K] as HF stores it; X row-major [M, K]; both BF16; FP32 accumulate.
+ *
+ * Epilogue, in this order, all in FP32 before the one rounding to the output type:
+ *   v[m, n] = acc[m, n] + bias[n]                        (bias optional, BF16 [N])
+ *   swiglu:  W is the fused gate/up weight [gate rows 0..F-1 ; up rows F..2F-1], N = 2F,
+ *            Y has F columns and y[m, j] = silu(v[m, j]) * v[m, F + j]
+ *   y[m, j] += R[m, j]                                   (residual optional, same dtype as Y;
+ *                                                          R may be Y itself: in-place add)
+ *   Y stored as BF16 (round to nearest even) or F32.
+ *
+ * Constraints, checked by every launcher (TINFER_ERR_INVALID_ARG with a one-line message):
+ *   M, N, K >= 1; K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0 and X, W 16-byte aligned (16-byte
+ *   vector loads and the TMA descriptor's 16-byte stride rule); swiglu needs N even;
+ *   ldx >= K, ldw >= K, ldy >= N', ldr >= N' (N' = N or N/2 with swiglu). Y and R have no
+ *   alignment rule. Kernels never read or write outside the [M, N'] box of Y/R.
+ *
+ * Families (each file's header gives its algorithm and measured result):
+ *   decode GEMV  gemm/decode/0{1..4}_*.cu  — M = 1..16 per pass (larger M loops over passes)
+ *   prefill      gemm/tc/01_wmma.cu, gemm/tc/03_wgmma_ws.cu (sm_90a only)
+ *   dispatch     gemm/tc/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K).
+ * Every call is asynchronous on the given stream (never the default stream unless passed),
+ * allocates nothing and never synchronises (except under TINFER_CUDA_SYNC_DEBUG=1).
+ */
+#ifndef TINFER_GEMM_BF16_H
+#define TINFER_GEMM_BF16_H
+
+#include "gemm/dtype.h"
+#include "runtime/error.h"
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tinfer_gemm_bf16_args {
+    int64_t M, N, K;
+    const uint16_t *X; /* BF16 [M, ldx] */
+    int64_t ldx;
+    const uint16_t *W; /* BF16 [N, ldw] */
+    int64_t ldw;
+    const uint16_t *bias; /* BF16 [N] or NULL */
+    const void *R;        /* residual [M, ldr] of y_dtype, or NULL; may equal Y (same ld) */
+    int64_t ldr;
+    void *Y; /* [M, ldy] of y_dtype */
+    int64_t ldy;
+    tinfer_dtype y_dtype; /* TINFER_DTYPE_BF16 or TINFER_DTYPE_F32 */
+    int32_t swiglu;       /* 1: W is [gate; up], Y[:, j] = silu(gate_j) * up_j */
+} tinfer_gemm_bf16_args;
+
+/* Decode GEMV ladder rungs (gemm/decode/). */
+typedef enum tinfer_gemv_bf16_kernel {
+    TINFER_GEMV_BF16_THREAD_PER_ROW = 1, /* 01: baseline, one thread per output column */
+    TINFER_GEMV_BF16_WARP_PER_ROW = 2,   /* 02: a warp per column, 4-byte loads, shuffles */
+    TINFER_GEMV_BF16_VECTOR = 3,         /* 03: 16-byte loads, several in flight, M per read */
+    TINFER_GEMV_BF16_SPLIT_K = 4,        /* 04: warps split K, mma.sync shares W across M */
+} tinfer_gemv_bf16_kernel;
+
+/* Prefill tensor-core rungs (gemm/tc/). */
+typedef enum tinfer_gemm_bf16_kernel {
+    TINFER_GEMM_BF16_WMMA = 1,     /* 01: WMMA 16x16x16, smem tiles, any sm_80+ */
+    TINFER_GEMM_BF16_WGMMA_WS = 3, /* 03: wgmma + TMA + mbarriers, warp-specialised, persistent */
+} tinfer_gemm_bf16_kernel;
+
+/* Which path tinfer_gemm_bf16 takes. AUTO reads the debug switch TINFER_GEMM_FORCE
+ * (=gemv or =gemm, read once per process) and otherwise picks by shape. */
+typedef enum tinfer_gemm_bf16_path {
+    TINFER_GEMM_BF16_PATH_AUTO = 0,
+    TINFER_GEMM_BF16_PATH_GEMV = 1,
+    TINFER_GEMM_BF16_PATH_GEMM = 2,
+} tinfer_gemm_bf16_path;
+
+/* M at or below which AUTO takes the decode GEMV path. Chosen from the sweep in
+ * gemm/NOTES.md ("BF16: dispatch threshold"). */
+#define TINFER_GEMM_BF16_GEMV_MAX_M 16
+
+/* Runs one decode rung. Any M >= 1 (rungs 03/04 take 16 tokens per pass over W). */
+tinfer_status tinfer_gemv_bf16(tinfer_gemv_bf16_kernel kernel, const tinfer_gemm_bf16_args *a,
+                               cudaStream_t stream, tinfer_err *err);
+
+/* Runs one prefill rung. WGMMA_WS returns TINFER_ERR_UNSUPPORTED on a GPU other than sm_90. */
+tinfer_status tinfer_gemm_bf16_tc(tinfer_gemm_bf16_kernel kernel, const tinfer_gemm_bf16_args *a,
+                                  cudaStream_t stream, tinfer_err *err);
+
+/* The one entry point the runtime calls. path = AUTO normally; tests force either path. */
+tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer_gemm_bf16_path path,
+                               cudaStream_t stream, tinfer_err *err);
+
+/* Which path AUTO takes for this shape on the current device (for tests and benches). */
+tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K);
+
+/* Shared argument check used by every launcher (exposed for tests). */
+tinfer_status tinfer_gemm_bf16_check(const tinfer_gemm_bf16_args *a, const char *who,
+                                     tinfer_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

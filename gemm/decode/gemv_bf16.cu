@@ -1,0 +1,19 @@
+/*
+ * gemv_bf16.cu — tinfer_gemv_bf16: the decode family's one entry point. Checks the arguments
+ * (tinfer_gemm_bf16_check, shared with the prefill family) and runs the rung asked for.
+ */
+#include "gemm/decode/gemv_bf16_internal.h"
+
+extern "C" tinfer_status tinfer_gemv_bf16(tinfer_gemv_bf16_kernel kernel,
+                                          const tinfer_gemm_bf16_args *a, cudaStream_t stream,
+                                          tinfer_err *err) {
+    tinfer_status st = tinfer_gemm_bf16_check(a, "gemv_bf16", err);
+    if (st != TINFER_OK) return st;
+    switch (kernel) {
+    case TINFER_GEMV_BF16_THREAD_PER_ROW: return tinfer_gemv_bf16_thread_per_row(a, stream, err);
+    case TINFER_GEMV_BF16_WARP_PER_ROW: return tinfer_gemv_bf16_warp_per_row(a, stream, err);
+    case TINFER_GEMV_BF16_VECTOR: return tinfer_gemv_bf16_vector(a, stream, err);
+    case TINFER_GEMV_BF16_SPLIT_K: return tinfer_gemv_bf16_split_k(a, stream, err);
+    }
+    return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16: unknown kernel %d", (int)kernel);
+}

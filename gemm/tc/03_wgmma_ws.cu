@@ -1,0 +1,291 @@
+/*
+ * 03_wgmma_ws.cu — prefill rung 3 (production prefill path on sm_90a): Hopper wgmma fed by TMA,
+ * warp-specialised producer/consumer with mbarriers, persistent grid with an L2-grouped tile
+ * order, fused bias / residual / SwiGLU epilogue.
+ *
+ * Algorithm (fast.cu's kernel 12 shape, HOPPER_GEMM_NOTES §5, without clusters/TMA store):
+ *  - CTA tile 128 (M) x 256 (N) x 64 (K); 4 shared-memory stages of 48 KB (A 16 KB + B 32 KB),
+ *    written by TMA (cp.async.bulk.tensor.2d, 128-byte swizzle, boxes {64, 128}).
+ *  - 384 threads = 3 warpgroups. WG0 is the producer (setmaxnreg 40; one thread issues the TMA
+ *    loads into a ring of full/empty mbarriers). WG1, WG2 are consumers (setmaxnreg 232): each
+ *    owns 64 rows of the tile and runs wgmma.m64n256k16 (128 FP32 accumulators per thread),
+ *    keeping one k-block of wgmma in flight (wait_group 1) and releasing the stage before it.
+ *  - Persistent: grid = #SMs, CTA b takes tiles b, b + grid, ...; tiles are numbered in groups
+ *    of 16 M-tiles so the ~132 tiles in flight share 16 A row-blocks and ~8 B row-blocks in L2.
+ *    The producer runs ahead into the next tile while the consumers do the epilogue.
+ *  - SwiGLU (fused [gate; up] weight): the two 128-row B boxes of a stage come from gate rows
+ *    j0.. and up rows F + j0.., so accumulator column c (< 128) and c + 128 are gate and up of
+ *    output j0 + c, held by the same thread (register i and i + 64, layout in §1).
+ *  - Epilogue straight from registers: bias, SwiGLU, residual, BF16/F32 store, bounds-checked.
+ * Ragged M / N / K: TMA zero-fills out-of-range rows and K columns (the full box still counts
+ * toward the barrier's transaction bytes); the epilogue skips rows >= M and columns >= N'.
+ * Constraints: K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0, X and W 16-byte aligned (TMA stride
+ * rule); sm_90 only (the body is compiled for sm_90a; the portable PTX target gets a trap and
+ * the launcher refuses other GPUs with TINFER_ERR_UNSUPPORTED).
+ * Measured: see gemm/NOTES.md ("BF16 prefill").
+ */
+#include "gemm/cuda/cuda_check.h"
+#include "gemm/tc/bf16_epi.cuh"
+#include "gemm/tc/gemm_bf16_tc_internal.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#define WS_BM 128
+#define WS_BN 256
+#define WS_BK 64
+#define WS_STAGES 4
+#define WS_A_BYTES (WS_BM * WS_BK * 2)
+#define WS_B_BYTES (WS_BN * WS_BK * 2)
+#define WS_STAGE_BYTES (WS_A_BYTES + WS_B_BYTES)
+/* + 1024: stage buffers must start 1024-byte aligned for the 128B swizzle (§2); + 64: barriers */
+#define WS_SMEM_BYTES (WS_STAGES * WS_STAGE_BYTES + 1024 + 64)
+#define WS_GROUP_M 16
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+static __device__ __forceinline__ uint32_t smem_u32(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+static __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count));
+}
+static __device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+static __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+static __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
+    uint32_t done = 0;
+    while (!done) {
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(smem_u32(bar)), "r"(parity)
+                     : "memory");
+    }
+}
+static __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int32_t c0,
+                                                   int32_t c1, uint64_t *bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_u32(dst)),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+                 : "memory");
+}
+/* K-major, 128-byte swizzle descriptor (§2): LBO unused (1), SBO = 1024 B (8 rows x 128 B). */
+static __device__ __forceinline__ uint64_t wgmma_desc(const void *p) {
+    return (uint64_t)((smem_u32(p) & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) |
+           ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
+}
+static __device__ __forceinline__ void wgmma_m64n256k16(float d[128], uint64_t da, uint64_t db,
+                                                        uint32_t scale_d) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+/* Pin the accumulators in place around async wgmma boundaries: the compiler must not move
+ * reads or writes of d across the wait / first issue (CUTLASS's warpgroup_fence_operand). */
+static __device__ __forceinline__ void fence_acc(float d[128]) {
+#pragma unroll
+    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+#endif
+
+static __global__ void __launch_bounds__(384, 1)
+    wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
+                    tinfer_gemm_bf16_args a, int32_t tiles_m, int32_t tiles_n, int32_t kblocks, int32_t vec) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ uint8_t ws_smem_raw[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)ws_smem_raw + 1023) & ~(uintptr_t)1023);
+    uint64_t *full = (uint64_t *)(smem + WS_STAGES * WS_STAGE_BYTES);
+    uint64_t *empty = full + WS_STAGES;
+    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+    const int32_t tiles = tiles_m * tiles_n;
+    const int64_t F = a.N / 2;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < WS_STAGES; s++) {
+            mbar_init(&full[s], 1);  /* the producer's arrive.expect_tx */
+            mbar_init(&empty[s], 2); /* one arrive per consumer warpgroup */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (tid != 0) return;
+        uint32_t it = 0;
+        for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            const int32_t per_group = WS_GROUP_M * tiles_n, grp = tile / per_group;
+            const int32_t first_m = grp * WS_GROUP_M;
+            const int32_t gsz = tiles_m - first_m < WS_GROUP_M ? tiles_m - first_m : WS_GROUP_M;
+            const int32_t tm = first_m + (tile % per_group) % gsz, tn = (tile % per_group) / gsz;
+            const int32_t row_a = tm * WS_BM;
+            const int32_t row_b0 = a.swiglu ? tn * (WS_BN / 2) : tn * WS_BN;
+            const int32_t row_b1 = a.swiglu ? (int32_t)F + tn * (WS_BN / 2) : tn * WS_BN + WS_BN / 2;
+            for (int32_t kb = 0; kb < kblocks; kb++, it++) {
+                const uint32_t s = it % WS_STAGES, ph = (it / WS_STAGES) & 1;
+                mbar_wait(&empty[s], ph ^ 1);
+                uint8_t *sa = smem + s * WS_STAGE_BYTES, *sb = sa + WS_A_BYTES;
+                mbar_expect_tx(&full[s], WS_STAGE_BYTES);
+                tma_load_2d(sa, &map_x, kb * WS_BK, row_a, &full[s]);
+                tma_load_2d(sb, &map_w, kb * WS_BK, row_b0, &full[s]);
+                tma_load_2d(sb + WS_B_BYTES / 2, &map_w, kb * WS_BK, row_b1, &full[s]);
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        const int c = wg - 1, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+        const int64_t nout = a.swiglu ? F : a.N;
+        float d[128];
+        uint32_t it = 0;
+        for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            const int32_t per_group = WS_GROUP_M * tiles_n, grp = tile / per_group;
+            const int32_t first_m = grp * WS_GROUP_M;
+            const int32_t gsz = tiles_m - first_m < WS_GROUP_M ? tiles_m - first_m : WS_GROUP_M;
+            const int32_t tm = first_m + (tile % per_group) % gsz, tn = (tile % per_group) / gsz;
+            uint32_t prev = 0;
+            fence_acc(d);
+            for (int32_t kb = 0; kb < kblocks; kb++, it++) {
+                const uint32_t s = it % WS_STAGES, ph = (it / WS_STAGES) & 1;
+                mbar_wait(&full[s], ph);
+                const uint8_t *sa = smem + s * WS_STAGE_BYTES + c * (64 * 128), *sb = smem + s * WS_STAGE_BYTES + WS_A_BYTES;
+                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+                for (int kk = 0; kk < WS_BK / 16; kk++)
+                    wgmma_m64n256k16(d, wgmma_desc(sa + kk * 32), wgmma_desc(sb + kk * 32), (kb | kk) != 0);
+                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                if (kb > 0 && tid == 0) mbar_arrive(&empty[prev]);
+                prev = s;
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            fence_acc(d);
+            if (tid == 0) mbar_arrive(&empty[prev]);
+
+            /* Accumulator register i: row 16*warp + g + 8*((i>>1)&1), col 8*(i>>2) + 2t + (i&1). */
+            const int64_t row0 = (int64_t)tm * WS_BM + 64 * c + 16 * warp + g;
+            if (!a.swiglu) {
+                const int64_t col0 = (int64_t)tn * WS_BN + 2 * t;
+#pragma unroll
+                for (int p = 0; p < 64; p++) {
+                    const int64_t m = row0 + 8 * (p & 1), j = col0 + 8 * (p >> 1);
+                    if (m < a.M) {
+                        if (j + 1 < nout) tinfer_bf16_epi_store2(a, vec, m, j, d[2 * p], 0.f, d[2 * p + 1], 0.f);
+                        else if (j < nout) tinfer_bf16_epi_store(a, m, j, d[2 * p], 0.f);
+                    }
+                }
+            } else {
+                const int64_t col0 = (int64_t)tn * (WS_BN / 2) + 2 * t;
+#pragma unroll
+                for (int p = 0; p < 32; p++) {
+                    const int64_t m = row0 + 8 * (p & 1), j = col0 + 8 * (p >> 1);
+                    if (m < a.M) {
+                        if (j + 1 < nout)
+                            tinfer_bf16_epi_store2(a, vec, m, j, d[2 * p], d[2 * p + 64], d[2 * p + 1], d[2 * p + 65]);
+                        else if (j < nout) tinfer_bf16_epi_store(a, m, j, d[2 * p], d[2 * p + 64]);
+                    }
+                }
+            }
+        }
+    }
+#else
+    /* Built for a target without wgmma (the portable PTX): never silently do nothing. */
+    (void)map_x; (void)map_w; (void)a; (void)tiles_m; (void)tiles_n; (void)kblocks; (void)vec;
+    __trap();
+#endif
+}
+
+/* cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda needed). */
+static PFN_cuTensorMapEncodeTiled_v12000 ws_encode_fn(void) {
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
+    if (!fn) {
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
+        else
+            (void)cudaGetLastError();
+    }
+    return fn;
+}
+
+static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
+                                 const char *what, tinfer_err *err) {
+    PFN_cuTensorMapEncodeTiled_v12000 enc = ws_encode_fn();
+    if (!enc) return tinfer_err_set(err, TINFER_ERR_CUDA, "gemm_bf16 wgmma: cuTensorMapEncodeTiled not available");
+    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)ld * 2};
+    const cuuint32_t box[2] = {WS_BK, 128}, estr[2] = {1, 1};
+    CUresult r = enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims, strides, box, estr,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tensor map for %s [%lld, %lld] ld %lld failed (CUresult %d)",
+                              what, (long long)rows, (long long)K, (long long)ld, (int)r);
+    return TINFER_OK;
+}
+
+tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+    tinfer_status status = TINFER_OK;
+    int dev = 0, major = 0, n_sm = 0;
+    CUtensorMap mx, mw;
+    static int smem_set_for = -1;
+    TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
+    TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
+    if (major != 9)
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90 (device %d is sm_%d*)", dev, major);
+    if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: dimension over 2^31");
+    if ((status = ws_make_map(&mx, a->X, a->M, a->K, a->ldx, "X", err)) != TINFER_OK) return status;
+    if ((status = ws_make_map(&mw, a->W, a->N, a->K, a->ldw, "W", err)) != TINFER_OK) return status;
+    if (smem_set_for != dev) {
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WS_SMEM_BYTES));
+        smem_set_for = dev;
+    }
+    {
+        const int64_t nout = tinfer_gemm_bf16_nout(*a);
+        const int32_t tiles_m = (int32_t)((a->M + WS_BM - 1) / WS_BM);
+        const int32_t tiles_n = (int32_t)(a->swiglu ? (nout + WS_BN / 2 - 1) / (WS_BN / 2) : (nout + WS_BN - 1) / WS_BN);
+        const int32_t kblocks = (int32_t)((a->K + WS_BK - 1) / WS_BK);
+        const int64_t tiles = (int64_t)tiles_m * tiles_n;
+        if (tiles > INT32_MAX) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: too many tiles");
+        const int grid = (int)(tiles < n_sm ? tiles : n_sm);
+        wgmma_ws_kernel<<<grid, 384, WS_SMEM_BYTES, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks,
+                                                          tinfer_bf16_epi_vec_ok(*a) ? 1 : 0);
+        TINFER_CUDA_LAUNCH_CHECK(err, "wgmma_ws_kernel");
+    }
+cleanup:
+    return status;
+}

@@ -1,0 +1,106 @@
+/*
+ * dispatch.cu — the BF16 GEMM entry points: the shared argument check, the prefill family's
+ * entry (tinfer_gemm_bf16_tc) and the one call the runtime makes (tinfer_gemm_bf16), which
+ * picks the decode GEMV or the prefill GEMM from the shape.
+ *
+ * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M -> decode rung 04 (split-K mma GEMV); otherwise the
+ * wgmma kernel on sm_90, the WMMA kernel elsewhere. The threshold comes from the sweep recorded
+ * in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=gemv|gemm forces
+ * the path for AUTO calls; an explicit path argument overrides both.
+ */
+#include "gemm/bf16.h"
+#include "gemm/tc/bf16_epi.cuh"
+#include "gemm/tc/gemm_bf16_tc_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" tinfer_status tinfer_gemm_bf16_check(const tinfer_gemm_bf16_args *a, const char *who,
+                                               tinfer_err *err) {
+    if (!a) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "%s: args is NULL", who);
+    if (a->M < 1 || a->N < 1 || a->K < 1)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "%s: M=%lld N=%lld K=%lld must be >= 1", who,
+                              (long long)a->M, (long long)a->N, (long long)a->K);
+    if (!a->X || !a->W || !a->Y)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "%s: X, W and Y must be non-NULL", who);
+    if (a->K % 8 || a->ldx % 8 || a->ldw % 8)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
+                              "%s: K=%lld ldx=%lld ldw=%lld must be multiples of 8 (16-byte rows)", who,
+                              (long long)a->K, (long long)a->ldx, (long long)a->ldw);
+    if ((uintptr_t)a->X % 16 || (uintptr_t)a->W % 16)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "%s: X and W must be 16-byte aligned", who);
+    if (a->y_dtype != TINFER_DTYPE_BF16 && a->y_dtype != TINFER_DTYPE_F32)
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "%s: output dtype %s (BF16 or F32 only)", who,
+                              tinfer_dtype_name(a->y_dtype));
+    if (a->swiglu && a->N % 2)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "%s: swiglu needs an even N (got %lld)", who,
+                              (long long)a->N);
+    const int64_t nout = tinfer_gemm_bf16_nout(*a);
+    if (a->ldx < a->K || a->ldw < a->K || a->ldy < nout || (a->R && a->ldr < nout))
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
+                              "%s: leading dimension too small (ldx %lld ldw %lld ldy %lld ldr %lld; K %lld N' %lld)",
+                              who, (long long)a->ldx, (long long)a->ldw, (long long)a->ldy, (long long)a->ldr,
+                              (long long)a->K, (long long)nout);
+    if (a->R && a->R != a->Y) {
+        /* R may be Y itself (in-place add, same element read then written by one thread), but not
+         * a different view overlapping Y. */
+        const size_t es = tinfer_dtype_size(a->y_dtype);
+        const uintptr_t y0 = (uintptr_t)a->Y, y1 = y0 + ((a->M - 1) * a->ldy + nout) * es;
+        const uintptr_t r0 = (uintptr_t)a->R, r1 = r0 + ((a->M - 1) * a->ldr + nout) * es;
+        if (r0 < y1 && y0 < r1)
+            return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "%s: residual R overlaps Y without being Y", who);
+    }
+    if (a->R == a->Y && a->R && a->ldr != a->ldy)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "%s: in-place residual needs ldr == ldy", who);
+    return TINFER_OK;
+}
+
+extern "C" tinfer_status tinfer_gemm_bf16_tc(tinfer_gemm_bf16_kernel kernel, const tinfer_gemm_bf16_args *a,
+                                             cudaStream_t stream, tinfer_err *err) {
+    tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
+    if (st != TINFER_OK) return st;
+    switch (kernel) {
+    case TINFER_GEMM_BF16_WMMA: return tinfer_gemm_bf16_wmma(a, stream, err);
+    case TINFER_GEMM_BF16_WGMMA_WS: return tinfer_gemm_bf16_wgmma_ws(a, stream, err);
+    }
+    return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown kernel %d", (int)kernel);
+}
+
+/* TINFER_GEMM_FORCE, read once: 0 none, 1 gemv, 2 gemm. */
+static int gemm_force(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        const char *s = getenv("TINFER_GEMM_FORCE");
+        cached = (s && !strcmp(s, "gemv")) ? 1 : (s && !strcmp(s, "gemm")) ? 2 : 0;
+    }
+    return cached;
+}
+
+static bool device_is_sm90(void) {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return major == 9;
+}
+
+extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K) {
+    (void)N;
+    (void)K;
+    const int f = gemm_force();
+    if (f == 1) return TINFER_GEMM_BF16_PATH_GEMV;
+    if (f == 2) return TINFER_GEMM_BF16_PATH_GEMM;
+    return M <= TINFER_GEMM_BF16_GEMV_MAX_M ? TINFER_GEMM_BF16_PATH_GEMV : TINFER_GEMM_BF16_PATH_GEMM;
+}
+
+extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer_gemm_bf16_path path,
+                                          cudaStream_t stream, tinfer_err *err) {
+    tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
+    if (st != TINFER_OK) return st;
+    if (path == TINFER_GEMM_BF16_PATH_AUTO) path = tinfer_gemm_bf16_choose(a->M, a->N, a->K);
+    if (path == TINFER_GEMM_BF16_PATH_GEMV) return tinfer_gemv_bf16(TINFER_GEMV_BF16_SPLIT_K, a, stream, err);
+    if (path != TINFER_GEMM_BF16_PATH_GEMM)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown path %d", (int)path);
+    return tinfer_gemm_bf16_tc(device_is_sm90() ? TINFER_GEMM_BF16_WGMMA_WS : TINFER_GEMM_BF16_WMMA, a, stream, err);
+}

@@ -1,0 +1,20 @@
+# tests/gemm_bf16: the BF16 GEMM/GEMV kernels (gemm/bf16.h) against a double-precision CPU
+# reference; label gpu, exit 77 (skipped) without a GPU. Links only cudart (+ runtime/status.c
+# for the error slots) so the binary runs on the device image, which lacks cJSON/PCRE2.
+if(TINFER_HAVE_CUDA)
+  add_executable(test-gemm-bf16 ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16.cu
+                 ${PROJECT_SOURCE_DIR}/runtime/status.c)
+  target_include_directories(test-gemm-bf16 PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime)
+  target_link_libraries(test-gemm-bf16 PRIVATE tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
+  add_test(NAME gemm_bf16 COMMAND test-gemm-bf16)
+  set_tests_properties(gemm_bf16 PROPERTIES LABELS gpu SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
+
+  # The benchmark as a standalone program (same source as `tinfer-bench-gemm bf16`), linking
+  # only cudart + cuBLAS (chart.c needs only the stb header), for the device runs (scripts/gpu-bf16-run.sh).
+  add_executable(tinfer-bench-gemm-bf16 ${CMAKE_CURRENT_LIST_DIR}/bench_main.c
+                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16.cu ${PROJECT_SOURCE_DIR}/examples/bench_gemm/chart.c
+                 ${PROJECT_SOURCE_DIR}/runtime/status.c)
+  target_include_directories(tinfer-bench-gemm-bf16 PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime
+                             ${STB_INCLUDE_DIR})
+  target_link_libraries(tinfer-bench-gemm-bf16 PRIVATE tinfer_gemm_cuda CUDA::cublas CUDA::cudart ${MATH_LIB})
+endif()
