@@ -1,0 +1,242 @@
+/*
+ * 10_pipelined.cu — rung 10: software pipelining (cp.async multi-stage shared memory, register
+ * double buffering) on the warp-tiled kernel of rung 9, plus thread-block swizzling.
+ *
+ * Changed from rung 9:
+ *  - Shared memory holds STAGES K-tiles (a ring). Tiles are copied global -> shared with
+ *    cp.async, which needs no registers and does not stall the issuing warp; STAGES-1 tiles
+ *    are in flight while one is computed. Bookkeeping: one commit_group per K tile (an empty
+ *    group when there is nothing left to load, so counts stay uniform); before reading tile
+ *    kt+1 the kernel waits with wait_group STAGES-2, i.e. all but the STAGES-2 newest groups
+ *    have landed: prologue STAGES-1 groups + kt+1 issued in the loop = kt+STAGES groups, of
+ *    which tiles 0..kt+1 must be complete. One __syncthreads per K tile (rung 9 had two).
+ *  - A (and B for NT) is transposed on the fly by 4-byte cp.async (.ca; 16-byte copies cannot
+ *    scatter): thread t copies k = t % BK of rows t / BK + i*(T/BK), so a warp reads
+ *    32/BK rows x BK*4 contiguous bytes (coalesced into 32-byte sectors) and writes
+ *    As[k][m] with row length BM+4 = 4 mod 32 banks: conflict-free for BK = 8. 4-byte copies
+ *    also mean A needs no alignment at all. B for NN is copied 16 bytes at a time into
+ *    Bs[k][n] (needs 16-byte aligned B and ldb % 4 == 0, else rung 5 runs); the ragged edge
+ *    uses the src-size operand, so out-of-range bytes are zero-filled, never read.
+ *  - Register double buffering: the fragments for k-step kk+1 are loaded from shared memory
+ *    while the FMAs of kk run; at the last kk of a tile the wait + barrier come first and the
+ *    next tile's first fragments are loaded from the next stage.
+ *  - Thread-block swizzling: a 1-D grid walks tiles in groups of 8 tile-rows (column-major
+ *    inside a group), so the blocks resident at one time share A rows and B columns in L2.
+ *    At 4096^2 FP32 (64 MiB per operand, H200 L2 = 60 MiB) a plain raster wave touches all
+ *    of B; a grouped wave touches 8 A tile-rows and ~17 B tile-columns.
+ *  - blockIdx.z selects a K range (split-K, rung 11): the epilogue then accumulates with
+ *    atomicAdd into a C that the caller has already scaled by beta.
+ * The configuration table (tile, warp tile, stages) is searched by the tuner; config 0 is
+ * 128x128x8, 2x4 warps of 64x32, 8x8 per thread, 3 stages.
+ * Measured (H200, see gemm/NOTES.md): MEASURED_10
+ */
+#include "gemm/prefill/warp_frag.cuh"
+
+namespace {
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int MI, int NI, int ST>
+struct Pipe {
+    static constexpr int T = WARPS_M * WARPS_N * 32;
+    static constexpr int LDA_S = BM + 4, LDB_S = BN + 4;
+    static constexpr int A_STAGE = BK * LDA_S, B_STAGE = BK * LDB_S;
+    static constexpr size_t SMEM = (size_t)ST * (A_STAGE + B_STAGE) * sizeof(float);
+    static_assert(BM == WARPS_M * MI * 32 && BN == WARPS_N * NI * 16, "warp tiling");
+    static_assert(T % BK == 0 && (BM * BK) % T == 0 && (BN * BK) % T == 0, "transposing copies");
+    static_assert(T % (BN / 4) == 0 && (BK * BN / 4) % T == 0, "16-byte copies of B (NN)");
+    static_assert(ST >= 2, "at least double buffering");
+};
+
+/* Issues the copies of K tile `kt` (elements k0 = kt*BK ...) into one stage. */
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int MI, int NI, int ST, bool TB>
+__device__ __forceinline__ void load_tile(float *as, float *bs, const float *__restrict__ A,
+                                          int64_t lda, const float *__restrict__ B, int64_t ldb,
+                                          int M, int N, int K, int row0, int col0, int k0) {
+    using P = Pipe<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST>;
+    const int t = threadIdx.x;
+    {
+        const int k = t % BK, m = t / BK;
+        const bool kv = k0 + k < K;
+#pragma unroll
+        for (int i = 0; i < BM * BK / P::T; i++) {
+            const int mm = m + i * (P::T / BK);
+            const bool v = kv && row0 + mm < M;
+            tsg::cp_async4(as + k * P::LDA_S + mm, v ? A + (int64_t)(row0 + mm) * lda + k0 + k : A,
+                           v);
+        }
+    }
+    if (TB) {
+        const int k = t % BK, n = t / BK;
+        const bool kv = k0 + k < K;
+#pragma unroll
+        for (int i = 0; i < BN * BK / P::T; i++) {
+            const int nn = n + i * (P::T / BK);
+            const bool v = kv && col0 + nn < N;
+            tsg::cp_async4(bs + k * P::LDB_S + nn, v ? B + (int64_t)(col0 + nn) * ldb + k0 + k : B,
+                           v);
+        }
+    } else {
+        const int n4 = (t % (BN / 4)) * 4, k = t / (BN / 4);
+        const int nrem = N - (col0 + n4);
+        const int nbytes = nrem >= 4 ? 16 : nrem > 0 ? nrem * 4 : 0;
+#pragma unroll
+        for (int i = 0; i < BK * BN / 4 / P::T; i++) {
+            const int kk = k + i * (P::T / (BN / 4));
+            const int nb = (k0 + kk < K) ? nbytes : 0;
+            tsg::cp_async16(bs + kk * P::LDB_S + n4,
+                            nb ? B + (int64_t)(k0 + kk) * ldb + col0 + n4 : B, nb);
+        }
+    }
+}
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int MI, int NI, int ST, int MINB,
+          bool TB>
+__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MINB)
+    sgemm_pipelined(int M, int N, int K, float alpha, const float *__restrict__ A, int64_t lda,
+                    const float *__restrict__ B, int64_t ldb, float beta, float *__restrict__ C,
+                    int64_t ldc, bool c_vec, int tiles_m, int tiles_n, int kt_per_split) {
+    using P = Pipe<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST>;
+    extern __shared__ __align__(16) float smem[];
+    float *As = smem, *Bs = smem + ST * P::A_STAGE;
+
+    /* Grouped tile order (see the file comment). */
+    constexpr int GROUP = 8;
+    const int pid = blockIdx.x, width = GROUP * tiles_n, first = (pid / width) * GROUP;
+    const int gsz = min(tiles_m - first, GROUP);
+    const int row0 = (first + (pid % width) % gsz) * BM, col0 = ((pid % width) / gsz) * BN;
+
+    const int kt_total = (K + BK - 1) / BK;
+    const int kt0 = blockIdx.z * kt_per_split;
+    const int KT = min(kt_total - kt0, kt_per_split);
+
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    const int a_off = (warp / WARPS_N) * (MI * 32) + (lane >> 2) * 4;
+    const int b_off = (warp % WARPS_N) * (NI * 16) + (lane & 3) * 4;
+
+#pragma unroll
+    for (int s = 0; s < ST - 1; s++) {
+        if (s < KT)
+            load_tile<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST, TB>(
+                As + s * P::A_STAGE, Bs + s * P::B_STAGE, A, lda, B, ldb, M, N, K, row0, col0,
+                (kt0 + s) * BK);
+        tsg::cp_async_commit();
+    }
+    tsg::cp_async_wait<ST - 2>();
+    __syncthreads();
+
+    float acc[MI * 4][NI * 4] = {};
+    float af[2][MI * 4], bf[2][NI * 4];
+    int rs = 0, ws = ST - 1;
+    tsg::frag_load<MI, NI>(af[0], bf[0], As + a_off, Bs + b_off);
+    for (int kt = 0; kt < KT; kt++) {
+#pragma unroll
+        for (int kk = 0; kk < BK; kk++) {
+            if (kk == BK - 1) {
+                tsg::cp_async_wait<ST - 2>();
+                __syncthreads();
+                rs = rs + 1 == ST ? 0 : rs + 1;
+            }
+            const int nk = (kk + 1) % BK;
+            tsg::frag_load<MI, NI>(af[(kk + 1) & 1], bf[(kk + 1) & 1],
+                                   As + rs * P::A_STAGE + nk * P::LDA_S + a_off,
+                                   Bs + rs * P::B_STAGE + nk * P::LDB_S + b_off);
+            if (kk == 0) {
+                if (kt + ST - 1 < KT)
+                    load_tile<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST, TB>(
+                        As + ws * P::A_STAGE, Bs + ws * P::B_STAGE, A, lda, B, ldb, M, N, K, row0,
+                        col0, (kt0 + kt + ST - 1) * BK);
+                tsg::cp_async_commit();
+                ws = ws + 1 == ST ? 0 : ws + 1;
+            }
+            tsg::frag_fma<MI, NI>(acc, af[kk & 1], bf[kk & 1]);
+        }
+    }
+    tsg::cp_async_wait<0>();
+    tsg::frag_store<MI, NI>(acc, C, ldc, M, N, row0 + a_off, col0 + b_off, alpha, beta, c_vec,
+                            gridDim.z > 1);
+}
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int MI, int NI, int ST, int MINB>
+tinfer_status launch_pipe(const tinfer_sgemm_args *a, int splits, cudaStream_t s,
+                          tinfer_err *err) {
+    using P = Pipe<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST>;
+    tinfer_status status = TINFER_OK;
+    const bool c_vec = tinfer_sgemm_vec_ok(a, 1) != 0;
+    const int tiles_m = (a->M + BM - 1) / BM, tiles_n = (a->N + BN - 1) / BN;
+    const int kt_total = (a->K + BK - 1) / BK;
+    if (splits < 1) splits = 1;
+    if (splits > kt_total) splits = kt_total;
+    const int kt_per = (kt_total + splits - 1) / splits;
+    splits = (kt_total + kt_per - 1) / kt_per; /* no empty K slice */
+    const int64_t n_tiles = (int64_t)tiles_m * tiles_n;
+    if (n_tiles > 0x7fffffff || splits > 65535)
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "sgemm rung 10: %dx%d too large",
+                              a->M, a->N);
+    dim3 grid((unsigned)n_tiles, 1, (unsigned)splits);
+    /* Opt in to > 48 KB of dynamic shared memory once per kernel (idempotent, so a race
+     * between threads setting it twice is harmless). */
+    static int opted[2];
+    if (a->trans_b) {
+        auto k = sgemm_pipelined<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST, MINB, true>;
+        if (P::SMEM > 48 * 1024 && !opted[1]) {
+            TINFER_CUDA_TRY(err, cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                      (int)P::SMEM));
+            opted[1] = 1;
+        }
+        k<<<grid, P::T, P::SMEM, s>>>(a->M, a->N, a->K, a->alpha, a->A, a->lda, a->B, a->ldb,
+                                      a->beta, a->C, a->ldc, c_vec, tiles_m, tiles_n, kt_per);
+    } else {
+        auto k = sgemm_pipelined<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST, MINB, false>;
+        if (P::SMEM > 48 * 1024 && !opted[0]) {
+            TINFER_CUDA_TRY(err, cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                      (int)P::SMEM));
+            opted[0] = 1;
+        }
+        k<<<grid, P::T, P::SMEM, s>>>(a->M, a->N, a->K, a->alpha, a->A, a->lda, a->B, a->ldb,
+                                      a->beta, a->C, a->ldc, c_vec, tiles_m, tiles_n, kt_per);
+    }
+    TINFER_CUDA_LAUNCH_CHECK(err, "sgemm_pipelined");
+cleanup:
+    return status;
+}
+
+} // namespace
+
+#define R10_CFG(BM, BN, BK, WMW, WNW, MI, NI, ST, MINB)                                            \
+    {BM, BN, BK, MI * 4, NI * 4, MI * 32, NI * 16, ST, WMW * WNW * 32,                             \
+     Pipe<BM, BN, BK, WMW, WNW, MI, NI, ST>::SMEM,                                                 \
+     (const void *)sgemm_pipelined<BM, BN, BK, WMW, WNW, MI, NI, ST, MINB, false>,                 \
+     (const void *)sgemm_pipelined<BM, BN, BK, WMW, WNW, MI, NI, ST, MINB, true>}
+
+/* X-macro: index, then template arguments. Keep in step with the switch below. */
+static const tinfer_sgemm_cfg k_r10_cfgs[] = {
+    R10_CFG(128, 128, 8, 2, 4, 2, 2, 3, 2),  /* 0: 8x8/thread, 2 blocks/SM */
+    R10_CFG(128, 128, 16, 2, 4, 2, 2, 3, 2), /* 1: deeper K tile, half the barriers */
+    R10_CFG(128, 256, 8, 2, 4, 2, 4, 3, 1),  /* 2: 8x16/thread, 1 block/SM */
+    R10_CFG(256, 128, 8, 4, 2, 2, 4, 3, 1),  /* 3: 8x16/thread, tall */
+    R10_CFG(64, 128, 16, 2, 4, 1, 2, 4, 2),  /* 4: 4x8/thread, for small M or few tiles */
+    R10_CFG(128, 64, 16, 2, 2, 2, 2, 4, 3),  /* 5: 128 threads, for small N or few tiles */
+};
+enum { R10_N = (int)(sizeof k_r10_cfgs / sizeof k_r10_cfgs[0]) };
+
+extern "C" int tinfer_sgemm_10_n_configs(void) { return R10_N; }
+extern "C" const tinfer_sgemm_cfg *tinfer_sgemm_10_config(int i) {
+    return (i >= 0 && i < R10_N) ? &k_r10_cfgs[i] : NULL;
+}
+
+extern "C" tinfer_status tinfer_sgemm_10_pipelined(const tinfer_sgemm_args *a, int config,
+                                                   int splits, cudaStream_t s, tinfer_err *err) {
+    /* B (NN) is copied 16 bytes at a time; A and B (NT) need no alignment. */
+    if (!a->trans_b && !((uintptr_t)a->B % 16 == 0 && a->ldb % 4 == 0))
+        return tinfer_sgemm_05_reg2d(a, s, err);
+    switch (config) {
+    case 0: return launch_pipe<128, 128, 8, 2, 4, 2, 2, 3, 2>(a, splits, s, err);
+    case 1: return launch_pipe<128, 128, 16, 2, 4, 2, 2, 3, 2>(a, splits, s, err);
+    case 2: return launch_pipe<128, 256, 8, 2, 4, 2, 4, 3, 1>(a, splits, s, err);
+    case 3: return launch_pipe<256, 128, 8, 4, 2, 2, 4, 3, 1>(a, splits, s, err);
+    case 4: return launch_pipe<64, 128, 16, 2, 4, 1, 2, 4, 2>(a, splits, s, err);
+    case 5: return launch_pipe<128, 64, 16, 2, 2, 2, 2, 4, 3>(a, splits, s, err);
+    default:
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "sgemm rung 10: config %d not in 0..%d",
+                              config, R10_N - 1);
+    }
+}

@@ -1,0 +1,13 @@
+# tests/gemm_fp32: every rung of the FP32 SGEMM ladder (gemm/prefill) against a CPU reference
+# with double accumulation. Label gpu; exits 77 (skipped) without a GPU. gemm_fp32_quick is
+# the reduced set run under compute-sanitizer on the device (scripts/gpu-fp32-run.sh).
+if(TINFER_HAVE_CUDA)
+  add_executable(test_gemm_fp32 ${CMAKE_CURRENT_LIST_DIR}/test_sgemm.c
+                 ${PROJECT_SOURCE_DIR}/runtime/status.c)
+  target_include_directories(test_gemm_fp32 PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(test_gemm_fp32 PRIVATE tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
+  add_test(NAME gemm_fp32 COMMAND test_gemm_fp32)
+  add_test(NAME gemm_fp32_quick COMMAND test_gemm_fp32 --quick)
+  set_tests_properties(gemm_fp32 gemm_fp32_quick PROPERTIES LABELS gpu
+                       SKIP_RETURN_CODE ${TINFER_TEST_SKIP} TIMEOUT 900)
+endif()
