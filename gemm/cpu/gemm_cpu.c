@@ -21,9 +21,10 @@
 #include <omp.h>
 #include <string.h>
 
-/* Below this many multiply-adds the product runs single-threaded. 2^17 MACs is ~15 us on one
- * AVX2 core at the GEMV rate (measured with perf_gemm_cpu on the 2-core EPYC dev box, 2025),
- * several times the ~2-5 us cost of entering a parallel region with a sleeping team. */
+/* Below this many multiply-adds the product runs single-threaded. One core runs the BF16 GEMV at
+ * ~4 GMAC/s (perf_gemm_cpu, 1 thread, avx2, qkv at M = 1: 553K MACs in 0.139 ms; Xeon, see
+ * NOTES.md), so 2^17 MACs is ~30 us, several times the few-us cost of starting a parallel region;
+ * below it the second thread cannot win back its start-up. */
 #define TINFER_GEMM_PAR_MIN_MACS ((int64_t)1 << 17)
 
 /* GEMV rows per work item: 64 rows x K 576 of BF16 is 74 KB, ~5 us at DRAM speed — small enough
