@@ -19,7 +19,7 @@
  *   alignment rule. Kernels never read or write outside the [M, N'] box of Y/R.
  *
  * Families (each file's header gives its algorithm and measured result):
- *   decode GEMV  gemm/decode/0{1..4}_*.cu  — M = 1..16 per pass (larger M loops over passes)
+ *   decode GEMV  gemm/decode/0{1..5}_*.cu  — M = 1..16 per pass (larger M loops over passes)
  *   prefill      gemm/tc/01_wmma.cu, gemm/tc/03_wgmma_ws.cu (sm_90a only)
  *   dispatch     gemm/tc/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K).
  * Every call is asynchronous on the given stream (never the default stream unless passed),
@@ -59,6 +59,7 @@ typedef enum tinfer_gemv_bf16_kernel {
     TINFER_GEMV_BF16_WARP_PER_ROW = 2,   /* 02: a warp per column, 4-byte loads, shuffles */
     TINFER_GEMV_BF16_VECTOR = 3,         /* 03: 16-byte loads, several in flight, M per read */
     TINFER_GEMV_BF16_SPLIT_K = 4,        /* 04: warps split K, mma.sync shares W across M */
+    TINFER_GEMV_BF16_CP_ASYNC = 5,       /* 05: 04 fed by a cp.async shared-memory pipeline */
 } tinfer_gemv_bf16_kernel;
 
 /* Prefill tensor-core rungs (gemm/tc/). */
@@ -79,7 +80,7 @@ typedef enum tinfer_gemm_bf16_path {
  * gemm/NOTES.md ("BF16: dispatch threshold"). */
 #define TINFER_GEMM_BF16_GEMV_MAX_M 16
 
-/* Runs one decode rung. Any M >= 1 (rungs 03/04 take 16 tokens per pass over W). */
+/* Runs one decode rung. Any M >= 1 (rungs 02-05 take up to 16 tokens per pass over W). */
 tinfer_status tinfer_gemv_bf16(tinfer_gemv_bf16_kernel kernel, const tinfer_gemm_bf16_args *a,
                                cudaStream_t stream, tinfer_err *err);
 

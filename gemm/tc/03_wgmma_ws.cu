@@ -119,6 +119,8 @@ static __device__ __forceinline__ void fence_acc(float d[128]) {
 }
 #endif
 
+/* EPI 0: no bias, residual or SwiGLU (straight stores); 1: the general epilogue. */
+template <int EPI>
 static __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
                     tinfer_gemm_bf16_args a, int32_t tiles_m, int32_t tiles_n, int32_t kblocks, int32_t vec) {
@@ -194,7 +196,32 @@ static __global__ void __launch_bounds__(384, 1)
 
             /* Accumulator register i: row 16*warp + g + 8*((i>>1)&1), col 8*(i>>2) + 2t + (i&1). */
             const int64_t row0 = (int64_t)tm * WS_BM + 64 * c + 16 * warp + g;
-            if (!a.swiglu) {
+            if (EPI == 0) {
+                /* Plain output: the branch on the tile being whole and on the dtype is taken once
+                 * per tile, so each unrolled body below is a run of straight stores (a per-element
+                 * branchy epilogue measured ~20 us per tile on the first H200 run, gemm/NOTES.md). */
+                const int64_t col0 = (int64_t)tn * WS_BN + 2 * t;
+                const bool whole = vec && (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * WS_BN <= nout;
+                if (whole && a.y_dtype == TINFER_DTYPE_BF16) {
+                    uint16_t *y = (uint16_t *)a.Y + row0 * a.ldy + col0;
+#pragma unroll
+                    for (int p = 0; p < 64; p++)
+                        *(uint32_t *)(y + 8 * (p & 1) * a.ldy + 8 * (p >> 1)) =
+                            (uint32_t)tinfer_f2bf16(d[2 * p]) | ((uint32_t)tinfer_f2bf16(d[2 * p + 1]) << 16);
+                } else if (whole) {
+                    float *y = (float *)a.Y + row0 * a.ldy + col0;
+#pragma unroll
+                    for (int p = 0; p < 64; p++)
+                        *(float2 *)(y + 8 * (p & 1) * a.ldy + 8 * (p >> 1)) = make_float2(d[2 * p], d[2 * p + 1]);
+                } else {
+#pragma unroll
+                    for (int p = 0; p < 64; p++) {
+                        const int64_t m = row0 + 8 * (p & 1), j = col0 + 8 * (p >> 1);
+                        if (m < a.M && j < nout) tinfer_bf16_epi_store(a, m, j, d[2 * p], 0.f);
+                        if (m < a.M && j + 1 < nout) tinfer_bf16_epi_store(a, m, j + 1, d[2 * p + 1], 0.f);
+                    }
+                }
+            } else if (!a.swiglu) {
                 const int64_t col0 = (int64_t)tn * WS_BN + 2 * t;
 #pragma unroll
                 for (int p = 0; p < 64; p++) {
@@ -261,6 +288,7 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStre
     int dev = 0, major = 0, n_sm = 0;
     CUtensorMap mx, mw;
     static int smem_set_for = -1;
+    const bool plain = !a->bias && !a->R && !a->swiglu;
     TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
     TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
@@ -271,7 +299,8 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStre
     if ((status = ws_make_map(&mx, a->X, a->M, a->K, a->ldx, "X", err)) != TINFER_OK) return status;
     if ((status = ws_make_map(&mw, a->W, a->N, a->K, a->ldw, "W", err)) != TINFER_OK) return status;
     if (smem_set_for != dev) {
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WS_SMEM_BYTES));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, WS_SMEM_BYTES));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, WS_SMEM_BYTES));
         smem_set_for = dev;
     }
     {
@@ -282,8 +311,9 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStre
         const int64_t tiles = (int64_t)tiles_m * tiles_n;
         if (tiles > INT32_MAX) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: too many tiles");
         const int grid = (int)(tiles < n_sm ? tiles : n_sm);
-        wgmma_ws_kernel<<<grid, 384, WS_SMEM_BYTES, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks,
-                                                          tinfer_bf16_epi_vec_ok(*a) ? 1 : 0);
+        const int32_t vec = tinfer_bf16_epi_vec_ok(*a) ? 1 : 0;
+        if (plain) wgmma_ws_kernel<0><<<grid, 384, WS_SMEM_BYTES, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, vec);
+        else wgmma_ws_kernel<1><<<grid, 384, WS_SMEM_BYTES, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, vec);
         TINFER_CUDA_LAUNCH_CHECK(err, "wgmma_ws_kernel");
     }
 cleanup:

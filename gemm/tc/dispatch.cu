@@ -3,7 +3,7 @@
  * entry (tinfer_gemm_bf16_tc) and the one call the runtime makes (tinfer_gemm_bf16), which
  * picks the decode GEMV or the prefill GEMM from the shape.
  *
- * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M -> decode rung 04 (split-K mma GEMV); otherwise the
+ * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M -> decode rung 05 (split-K mma GEMV, cp.async fed); otherwise the
  * wgmma kernel on sm_90, the WMMA kernel elsewhere. The threshold comes from the sweep recorded
  * in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=gemv|gemm forces
  * the path for AUTO calls; an explicit path argument overrides both.
@@ -99,7 +99,7 @@ extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer
     tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
     if (st != TINFER_OK) return st;
     if (path == TINFER_GEMM_BF16_PATH_AUTO) path = tinfer_gemm_bf16_choose(a->M, a->N, a->K);
-    if (path == TINFER_GEMM_BF16_PATH_GEMV) return tinfer_gemv_bf16(TINFER_GEMV_BF16_SPLIT_K, a, stream, err);
+    if (path == TINFER_GEMM_BF16_PATH_GEMV) return tinfer_gemv_bf16(TINFER_GEMV_BF16_CP_ASYNC, a, stream, err);
     if (path != TINFER_GEMM_BF16_PATH_GEMM)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown path %d", (int)path);
     return tinfer_gemm_bf16_tc(device_is_sm90() ? TINFER_GEMM_BF16_WGMMA_WS : TINFER_GEMM_BF16_WMMA, a, stream, err);

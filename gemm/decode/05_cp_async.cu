@@ -1,0 +1,177 @@
+/*
+ * 05_cp_async.cu — decode rung 5 (production decode path): rung 04's split-K + mma.sync, with
+ * the weight tile staged through shared memory by a cp.async pipeline so that every warp-wide
+ * load is 512 contiguous bytes of one row.
+ *
+ * Change from 04: 04's lanes load W straight into the mma fragment layout, so one warp load
+ * instruction touches 8 rows x 64 B; measured 2.1-2.4 TB/s on Llama-3-8B shapes against 3.3 for
+ * rung 03's row-contiguous loads (first H200 run, gemm/NOTES.md). Here a block of 256 threads
+ * owns 16 output columns (32 weight rows with SwiGLU) and streams K in tiles of 256: each stage
+ * is 16 rows x 512 B, loaded with cp.async.cg (16 B, L1 bypass, zero-fill past K and past N),
+ * warp w loading rows w and w + 8 (whole 512 B rows). G05_STAGES = 6 stages keep 5 x 8 KB in
+ * flight per block (~80 KB per SM at 2 blocks/SM; HOPPER_GEMM_NOTES §7 asks for >= 32 KB).
+ * Compute: warp w takes the w-th 32-wide K chunk of every stage and runs rung 04's permuted-k
+ * mma (lane (g, t) reads 16 B of rows g and g + 8 at granule 4w + t), so M <= 16 tokens share
+ * each weight read. Shared layout: granule q of row r sits at q ^ (r & 7) (XOR within 128 B),
+ * which makes those 16-byte reads conflict-free (8 rows hit 8 different bank groups).
+ * The 8 warps' partial sums meet in shared memory; one thread per output runs the epilogue.
+ * Constraints: K % 8 == 0, 16-byte aligned rows (bf16.h). Tokens: passes of 16 (grid.y).
+ * Measured: see gemm/NOTES.md ("BF16 decode ladder").
+ */
+#include "gemm/cuda/cuda_check.h"
+#include "gemm/decode/gemv_bf16_internal.h"
+#include "gemm/tc/bf16_epi.cuh"
+
+#define G05_WARPS 8
+#define G05_KT 256
+#define G05_STAGES 6
+
+static __device__ __forceinline__ void mma_16816(float c[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                                 uint32_t a3, uint32_t b0, uint32_t b1) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src, uint32_t bytes) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(bytes)
+                 : "memory");
+#endif
+}
+static __device__ __forceinline__ void cp_async_commit(void) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N> static __device__ __forceinline__ void cp_async_wait(void) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+template <int NT, bool SWI>
+static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_gemm_bf16_args a) {
+    constexpr int RW = SWI ? 32 : 16; /* weight rows per block */
+    extern __shared__ uint4 g05_stage[]; /* [G05_STAGES][RW][32] granules of 16 B */
+    __shared__ float red[G05_WARPS][SWI ? 2 : 1][16][16];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int64_t nout = tinfer_gemm_bf16_nout(a);
+    const int64_t j0 = (int64_t)blockIdx.x * 16, m0 = (int64_t)blockIdx.y * 16, F = a.N / 2;
+    const int64_t nkt = (a.K + G05_KT - 1) / G05_KT;
+
+    auto load_stage = [&](int st, int64_t kt) {
+#pragma unroll
+        for (int i = 0; i < RW * 32 / (G05_WARPS * 32); i++) {
+            const int idx = threadIdx.x + i * G05_WARPS * 32, r = idx / 32, q = idx % 32;
+            const int64_t col = j0 + (r % 16), k = kt * G05_KT + q * 8;
+            const int64_t wrow = r < 16 ? col : F + col;
+            const bool ok = col < nout && k < a.K;
+            cp_async16(&g05_stage[(st * RW + r) * 32 + (q ^ (r & 7))], ok ? (const void *)(a.W + wrow * a.ldw + k) : (const void *)a.W,
+                       ok ? 16u : 0u);
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < G05_STAGES - 1; s++) {
+        if (s < nkt) load_stage(s, s);
+        cp_async_commit();
+    }
+
+    float cg[NT][4], cu[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) cg[n][i] = cu[n][i] = 0.f;
+    const bool x0ok = m0 + g < a.M, x1ok = m0 + 8 + g < a.M;
+    const uint16_t *x0 = a.X + (x0ok ? m0 + g : 0) * a.ldx;
+    const uint16_t *x1 = a.X + (x1ok ? m0 + 8 + g : 0) * a.ldx;
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    const int q = (4 * warp + t) ^ (g & 7); /* rows g, g+8, 16+g, 24+g share (row & 7) = g & 7 */
+
+    for (int64_t kt = 0; kt < nkt; kt++) {
+        cp_async_wait<G05_STAGES - 2>();
+        __syncthreads(); /* stage kt landed for everyone; stage kt-1 is free to refill */
+        {
+            const int64_t nk = kt + G05_STAGES - 1;
+            if (nk < nkt) load_stage((int)(nk % G05_STAGES), nk);
+            cp_async_commit();
+        }
+        const int st = (int)(kt % G05_STAGES);
+        const int64_t k = kt * G05_KT + warp * 32 + t * 8;
+        const uint4 *sb = &g05_stage[st * RW * 32];
+        const uint4 w0 = sb[g * 32 + q], w1 = sb[(g + 8) * 32 + q];
+        uint4 xb[NT];
+        xb[0] = x0ok && k < a.K ? __ldg((const uint4 *)(x0 + k)) : z;
+        if (NT == 2) xb[NT - 1] = x1ok && k < a.K ? __ldg((const uint4 *)(x1 + k)) : z;
+        /* Fragments as in rung 04: .x/.y words feed the first k16 mma, .z/.w the second. */
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            mma_16816(cg[n], w0.x, w1.x, w0.y, w1.y, xb[n].x, xb[n].y);
+            mma_16816(cg[n], w0.z, w1.z, w0.w, w1.w, xb[n].z, xb[n].w);
+        }
+        if (SWI) {
+            const uint4 u0 = sb[(16 + g) * 32 + q], u1 = sb[(24 + g) * 32 + q];
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                mma_16816(cu[n], u0.x, u1.x, u0.y, u1.y, xb[n].x, xb[n].y);
+                mma_16816(cu[n], u0.z, u1.z, u0.w, u1.w, xb[n].z, xb[n].w);
+            }
+        }
+    }
+    cp_async_wait<0>();
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int row = g + 8 * (i >> 1), tok = 8 * n + 2 * t + (i & 1);
+            red[warp][0][row][tok] = cg[n][i];
+            if (SWI) red[warp][SWI ? 1 : 0][row][tok] = cu[n][i];
+        }
+    __syncthreads();
+    const int row = threadIdx.x % 16, tok = threadIdx.x / 16;
+    if (tok >= 8 * NT) return;
+    const int64_t m = m0 + tok, j = j0 + row;
+    if (m >= a.M || j >= nout) return;
+    float sg = 0.f, su = 0.f;
+#pragma unroll
+    for (int w = 0; w < G05_WARPS; w++) {
+        sg += red[w][0][row][tok];
+        if (SWI) su += red[w][SWI ? 1 : 0][row][tok];
+    }
+    tinfer_bf16_epi_store(a, m, j, sg, su);
+}
+
+template <int NT, bool SWI>
+static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+    tinfer_status status = TINFER_OK;
+    const int64_t nout = tinfer_gemm_bf16_nout(*a);
+    const int64_t passes = (a->M + 15) / 16;
+    const int smem = G05_STAGES * (SWI ? 32 : 16) * 32 * 16;
+    static int attr_dev = -1;
+    int dev = 0;
+    if (passes > 65535 || (nout + 15) / 16 > 0x7fffffff)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 05: M=%lld N=%lld too large",
+                              (long long)a->M, (long long)a->N);
+    TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
+    if (attr_dev != dev) { /* > 48 KB of dynamic shared memory must be asked for once per device */
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv05_kernel<NT, SWI>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        attr_dev = dev;
+    }
+    {
+        dim3 grid((unsigned)((nout + 15) / 16), (unsigned)passes);
+        gemv05_kernel<NT, SWI><<<grid, G05_WARPS * 32, smem, s>>>(*a);
+        TINFER_CUDA_LAUNCH_CHECK(err, "gemv05_kernel");
+    }
+cleanup:
+    return status;
+}
+
+tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+    const bool one_tile = a->M <= 8;
+    if (a->swiglu) return one_tile ? gemv05_launch<1, true>(a, s, err) : gemv05_launch<2, true>(a, s, err);
+    return one_tile ? gemv05_launch<1, false>(a, s, err) : gemv05_launch<2, false>(a, s, err);
+}
