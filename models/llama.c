@@ -15,12 +15,15 @@
  *   3. gather the rows whose logits are wanted, final rmsnorm on those only, LM-head GEMM.
  * Nothing here allocates after load/scratch init.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
 #include "models/llama.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------------------------- */
 /* Loading                                                                                  */
@@ -276,10 +279,22 @@ void tinfer_llama_scratch_free(tinfer_llama_scratch *s) {
 /* ---------------------------------------------------------------------------------------- */
 /* Forward                                                                                  */
 
-#define CHECK(call)                                                                          \
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Runs one backend call, returning its error; timed into the scratch when profiling. */
+#define OP(id, call)                                                                         \
     do {                                                                                     \
+        const double t0_ = s->profile ? now_s() : 0.0;                                       \
         tinfer_status rc_ = (call);                                                          \
         if (rc_ != TINFER_OK) return rc_;                                                    \
+        if (s->profile) {                                                                    \
+            s->op_seconds[TINFER_LLAMA_OP_##id] += now_s() - t0_;                            \
+            s->op_calls[TINFER_LLAMA_OP_##id]++;                                             \
+        }                                                                                    \
     } while (0)
 
 tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *bs,
@@ -315,18 +330,18 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *bs,
     start[0] = 0;
 
     /* 1. embeddings */
-    CHECK(be->embed(bs, s->x, w->tok_embd.data, w->tok_embd.dtype, s->tok, n, E));
+    OP(EMBED, be->embed(bs, s->x, w->tok_embd.data, w->tok_embd.dtype, s->tok, n, E));
 
     const size_t layer_stride = (size_t)n_ctx * (size_t)KV;             /* one (seq, layer) */
     const size_t seq_stride = (size_t)cfg->n_layer * layer_stride;      /* one sequence */
     for (int32_t l = 0; l < cfg->n_layer; l++) {
         const tinfer_llama_layer *ly = &w->layers[l];
         /* 2a. attention block */
-        CHECK(be->rmsnorm(bs, s->xb, s->x, ly->attn_norm.data, ly->attn_norm.dtype, n, E, eps));
-        CHECK(be->matmul(bs, n, QKV, E, s->xb, E, ly->wqkv.data, ly->wqkv.dtype, E, ly->bqkv,
+        OP(NORM, be->rmsnorm(bs, s->xb, s->x, ly->attn_norm.data, ly->attn_norm.dtype, n, E, eps));
+        OP(QKV, be->matmul(bs, n, QKV, E, s->xb, E, ly->wqkv.data, ly->wqkv.dtype, E, ly->bqkv,
                          s->qkv, QKV, false));
-        CHECK(be->rope(bs, s->qkv, n, QKV, cfg->n_head, cfg->head_dim, s->pos, cfg->rope_theta));
-        CHECK(be->rope(bs, s->qkv + Q, n, QKV, cfg->n_head_kv, cfg->head_dim, s->pos,
+        OP(ROPE, be->rope(bs, s->qkv, n, QKV, cfg->n_head, cfg->head_dim, s->pos, cfg->rope_theta));
+        OP(ROPE, be->rope(bs, s->qkv + Q, n, QKV, cfg->n_head_kv, cfg->head_dim, s->pos,
                        cfg->rope_theta));
         for (int32_t q = 0; q < s->n_seq; q++) {
             int32_t b = start[q], cnt = start[q + 1] - start[q];
@@ -335,31 +350,31 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *bs,
             float *vc = v_cache + (size_t)q * seq_stride + (size_t)l * layer_stride;
             /* positions of one sequence are contiguous: its rows land in one block */
             const size_t at = (size_t)s->pos[b] * (size_t)KV;
-            CHECK(be->copy_rows(bs, kc + at, KV, s->qkv + (size_t)b * QKV + Q, QKV, cnt, KV));
-            CHECK(be->copy_rows(bs, vc + at, KV, s->qkv + (size_t)b * QKV + Q + KV, QKV, cnt,
+            OP(KV_STORE, be->copy_rows(bs, kc + at, KV, s->qkv + (size_t)b * QKV + Q, QKV, cnt, KV));
+            OP(KV_STORE, be->copy_rows(bs, vc + at, KV, s->qkv + (size_t)b * QKV + Q + KV, QKV, cnt,
                                 KV));
-            CHECK(be->attention(bs, s->att + (size_t)b * Q, Q, s->qkv + (size_t)b * QKV, QKV, kc,
+            OP(ATTN, be->attention(bs, s->att + (size_t)b * Q, Q, s->qkv + (size_t)b * QKV, QKV, kc,
                                 vc, cnt, s->pos + b, cfg->n_head, cfg->n_head_kv,
                                 cfg->head_dim));
         }
-        CHECK(be->matmul(bs, n, E, Q, s->att, Q, ly->wo.data, ly->wo.dtype, Q, ly->bo, s->x, E,
+        OP(WO, be->matmul(bs, n, E, Q, s->att, Q, ly->wo.data, ly->wo.dtype, Q, ly->bo, s->x, E,
                          true));
         /* 2b. feed-forward block */
-        CHECK(be->rmsnorm(bs, s->xb, s->x, ly->ffn_norm.data, ly->ffn_norm.dtype, n, E, eps));
-        CHECK(be->matmul(bs, n, 2 * F, E, s->xb, E, ly->wgu.data, ly->wgu.dtype, E, NULL, s->gu,
+        OP(NORM, be->rmsnorm(bs, s->xb, s->x, ly->ffn_norm.data, ly->ffn_norm.dtype, n, E, eps));
+        OP(GATE_UP, be->matmul(bs, n, 2 * F, E, s->xb, E, ly->wgu.data, ly->wgu.dtype, E, NULL, s->gu,
                          2 * F, false));
-        CHECK(be->swiglu(bs, s->act, s->gu, n, F));
-        CHECK(be->matmul(bs, n, E, F, s->act, F, ly->wdown.data, ly->wdown.dtype, F, NULL, s->x,
+        OP(SWIGLU, be->swiglu(bs, s->act, s->gu, n, F));
+        OP(DOWN, be->matmul(bs, n, E, F, s->act, F, ly->wdown.data, ly->wdown.dtype, F, NULL, s->x,
                          E, true));
     }
 
     /* 3. logits only for the requested rows */
     if (n_out == 0) return TINFER_OK;
     for (int32_t j = 0; j < n_out; j++)
-        CHECK(be->copy_rows(bs, s->xb + (size_t)j * E, E, s->x + (size_t)s->inv[out_rows[j]] * E,
+        OP(KV_STORE, be->copy_rows(bs, s->xb + (size_t)j * E, E, s->x + (size_t)s->inv[out_rows[j]] * E,
                             E, 1, E));
-    CHECK(be->rmsnorm(bs, s->xb, s->xb, w->out_norm.data, w->out_norm.dtype, n_out, E, eps));
-    CHECK(be->matmul(bs, n_out, V, E, s->xb, E, w->lm_head.data, w->lm_head.dtype, E, NULL,
+    OP(NORM, be->rmsnorm(bs, s->xb, s->xb, w->out_norm.data, w->out_norm.dtype, n_out, E, eps));
+    OP(LM_HEAD, be->matmul(bs, n_out, V, E, s->xb, E, w->lm_head.data, w->lm_head.dtype, E, NULL,
                      logits, V, false));
     return TINFER_OK;
 }

@@ -25,6 +25,7 @@
 #include "models/backend.h"
 #include "safetensors.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* A weight tensor: data in host memory (mapping or owned allocation) + its element type. */
@@ -62,6 +63,24 @@ tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_st_
                                 tinfer_llama_weights *w, tinfer_err *err);
 void tinfer_llama_free(tinfer_llama_weights *w);
 
+/* Per-op wall time of the forward pass, a debug aid (tests/model/perf_model.c prints it). Off
+ * unless `profile` is set on the scratch; host clock around each backend call, so it is only
+ * meaningful for a synchronous backend (the CPU). */
+typedef enum tinfer_llama_op {
+    TINFER_LLAMA_OP_EMBED,
+    TINFER_LLAMA_OP_NORM,     /* attention, FFN and final RMSNorm */
+    TINFER_LLAMA_OP_QKV,      /* fused QKV GEMM (+ bias) */
+    TINFER_LLAMA_OP_ROPE,
+    TINFER_LLAMA_OP_KV_STORE, /* K/V rows into the cache, LM-head row gather */
+    TINFER_LLAMA_OP_ATTN,
+    TINFER_LLAMA_OP_WO,       /* output projection GEMM */
+    TINFER_LLAMA_OP_GATE_UP,  /* fused gate|up GEMM */
+    TINFER_LLAMA_OP_SWIGLU,
+    TINFER_LLAMA_OP_DOWN,     /* down projection GEMM */
+    TINFER_LLAMA_OP_LM_HEAD,
+    TINFER_LLAMA_OP_COUNT
+} tinfer_llama_op;
+
 /* Scratch of the forward pass, sized once from n_batch (tokens per call) and n_seq: decode
  * never allocates. */
 typedef struct tinfer_llama_scratch {
@@ -77,6 +96,9 @@ typedef struct tinfer_llama_scratch {
     int32_t *tok;    /* [n_batch] token ids, sorted order */
     int32_t *pos;    /* [n_batch] positions, sorted order */
     int32_t *seq_start; /* [n_seq + 1] first sorted index of each sequence */
+    bool profile;                          /* accumulate op_seconds / op_calls */
+    double op_seconds[TINFER_LLAMA_OP_COUNT];
+    int64_t op_calls[TINFER_LLAMA_OP_COUNT];
 } tinfer_llama_scratch;
 
 tinfer_status tinfer_llama_scratch_init(const tinfer_llama_config *cfg, int32_t n_batch,

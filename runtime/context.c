@@ -136,6 +136,10 @@ fail:
     return rc;
 }
 
+struct tinfer_llama_scratch *tinfer_context_llama_scratch(tinfer_context *c) {
+    return c ? &c->s : NULL;
+}
+
 const char *tinfer_context_last_error(const tinfer_context *c) { return c ? c->err.msg : ""; }
 int32_t tinfer_context_n_ctx(const tinfer_context *c) { return c ? c->n_ctx : 0; }
 

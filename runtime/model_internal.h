@@ -22,4 +22,9 @@ const struct tinfer_llama_weights *tinfer_model_weights(const tinfer_model *mode
 const struct tinfer_backend_ops *tinfer_model_backend_ops(const tinfer_model *model);
 int32_t tinfer_model_n_threads(const tinfer_model *model);
 
+/* Debug aid: the context's forward scratch (struct tinfer_llama_scratch, models/llama.h), whose
+ * `profile` switch and per-op timers tests/model/perf_model.c uses. */
+struct tinfer_llama_scratch;
+struct tinfer_llama_scratch *tinfer_context_llama_scratch(tinfer_context *ctx);
+
 #endif

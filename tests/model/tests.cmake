@@ -20,3 +20,8 @@ add_test(NAME smollm2_greedy
                  ${TINFER_MODEL_TEST_DIR}/fixtures/smollm2_greedy.json)
 set_tests_properties(smollm2_greedy PROPERTIES LABELS model TIMEOUT 600
                      SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
+
+# perf_model: per-op time of prefill and decode (a measuring tool, not a ctest test).
+add_executable(perf_model ${TINFER_MODEL_TEST_DIR}/perf_model.c)
+target_include_directories(perf_model PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime)
+target_link_libraries(perf_model PRIVATE tinfer)
