@@ -4,8 +4,9 @@
  * measured in the same run.
  *
  * Sets: square (M = N = K = 1024..8192: wmma, wgmma, cuBLAS), model (SmolLM2-135M and
- * Llama-3-8B projection shapes at M = 1..2048: dispatcher "auto", decode rung 04, wgmma,
- * cuBLAS), ladder (decode rungs 01..04 at M = 1 and 8), all (default: every set).
+ * Llama-3-8B projection shapes at M = 1..2048: dispatcher "auto", decode rung 05, wgmma,
+ * cuBLAS, and the fused SwiGLU / residual epilogues through "auto"), ladder (decode rungs 01..05
+ * at M = 1 and 8), all (default: every set).
  * Method (METHOD.md): inputs are random BF16 (never zeros), each kernel's output is checked
  * against cuBLAS's before timing (normalized difference printed), warm-up, then 7 batches of
  * launches timed with events, median batch. Weights and activations rotate over enough copies
@@ -120,6 +121,8 @@ static const char *kname(int k) {
     case 11: return "wmma";
     case 13: return "wgmma_ws";
     case 20: return "auto";
+    case 21: return "auto_swiglu";
+    case 22: return "auto_residual";
     }
     return "?";
 }
@@ -162,6 +165,8 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             memset(&a, 0, sizeof a);
             a.M = M; a.N = N; a.K = K; a.X = x; a.ldx = K; a.W = w; a.ldw = K;
             a.Y = y; a.ldy = N; a.y_dtype = TINFER_DTYPE_BF16;
+            if (k == 21) { a.swiglu = 1; a.ldy = N / 2; }    /* fused gate/up: Y has N/2 columns */
+            if (k == 22) { a.R = y; a.ldr = N; }              /* residual added in place */
             tinfer_err err;
             tinfer_status st;
             if (k >= 1 && k <= 5) st = tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)k, &a, g_s, &err);
@@ -180,11 +185,11 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             launch(0);
             to_ref = false;
             BCK(cudaStreamSynchronize(g_s));
-        } else {
+        } else if (k < 21) {
             launch(0);
             BCK(cudaStreamSynchronize(g_s));
             diff = bf16_diff(Y, Yref, ysz);
-        }
+        } /* fused epilogues compute another function: checked by test-gemm-bf16, timed only */
         /* one timed launch sizes the batch: ~2 ms of work, at least ncopy launches */
         const double est = time_us(launch, 1);
         int reps = (int)std::max(1.0, std::min(2000.0, 2000.0 / std::max(est, 1.0)));
@@ -326,6 +331,8 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 std::vector<int> ks = {0, 20};
                 if (M <= 64) ks.push_back(5); /* threshold sweep: GEMV vs GEMM around 16 */
                 ks.push_back(13);
+                if (strstr(s.n, "gateup")) ks.push_back(21);
+                if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
                 bench_shape(rs, "model", s.n, M, s.N, s.K, ks);
             }
     }

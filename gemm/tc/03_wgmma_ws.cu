@@ -16,7 +16,9 @@
  *  - SwiGLU (fused [gate; up] weight): the two 128-row B boxes of a stage come from gate rows
  *    j0.. and up rows F + j0.., so accumulator column c (< 128) and c + 128 are gate and up of
  *    output j0 + c, held by the same thread (register i and i + 64, layout in §1).
- *  - Epilogue straight from registers: bias, SwiGLU, residual, BF16/F32 store, bounds-checked.
+ *  - Epilogue: a whole tile with no bias/residual/SwiGLU stores straight from the registers;
+ *    anything else (ragged edges too) goes through a per-warp shared scratch, one element per
+ *    lane, coalesced: bias, SwiGLU, residual, BF16/F32 store, bounds-checked.
  * Ragged M / N / K: TMA zero-fills out-of-range rows and K columns (the full box still counts
  * toward the barrier's transaction bytes); the epilogue skips rows >= M and columns >= N'.
  * Constraints: K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0, X and W 16-byte aligned (TMA stride
@@ -38,8 +40,11 @@
 #define WS_A_BYTES (WS_BM * WS_BK * 2)
 #define WS_B_BYTES (WS_BN * WS_BK * 2)
 #define WS_STAGE_BYTES (WS_A_BYTES + WS_B_BYTES)
-/* + 1024: stage buffers must start 1024-byte aligned for the 128B swizzle (§2); + 64: barriers */
-#define WS_SMEM_BYTES (WS_STAGES * WS_STAGE_BYTES + 1024 + 64)
+/* per consumer warp: two 16 x 33 FP32 epilogue scratch tiles (gate/plain and up) */
+#define WS_SCR_WARP (2 * 16 * 33 * 4)
+/* + 1024: stage buffers must start 1024-byte aligned for the 128B swizzle (§2); + 128: barriers;
+ * + 8 warps' epilogue scratch. 231,552 B, under the 232,448 B (227 KB) per-block limit. */
+#define WS_SMEM_BYTES (WS_STAGES * WS_STAGE_BYTES + 1024 + 128 + 8 * WS_SCR_WARP)
 #define WS_GROUP_M 16
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -196,51 +201,50 @@ static __global__ void __launch_bounds__(384, 1)
 
             /* Accumulator register i: row 16*warp + g + 8*((i>>1)&1), col 8*(i>>2) + 2t + (i&1). */
             const int64_t row0 = (int64_t)tm * WS_BM + 64 * c + 16 * warp + g;
-            if (EPI == 0) {
-                /* Plain output: the branch on the tile being whole and on the dtype is taken once
-                 * per tile, so each unrolled body below is a run of straight stores (a per-element
-                 * branchy epilogue measured ~20 us per tile on the first H200 run, gemm/NOTES.md). */
+            const bool whole = vec && (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * WS_BN <= nout;
+            if (EPI == 0 && whole) {
+                /* Plain output of a whole tile: straight paired stores from the registers. */
                 const int64_t col0 = (int64_t)tn * WS_BN + 2 * t;
-                const bool whole = vec && (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * WS_BN <= nout;
-                if (whole && a.y_dtype == TINFER_DTYPE_BF16) {
+                if (a.y_dtype == TINFER_DTYPE_BF16) {
                     uint16_t *y = (uint16_t *)a.Y + row0 * a.ldy + col0;
 #pragma unroll
                     for (int p = 0; p < 64; p++)
                         *(uint32_t *)(y + 8 * (p & 1) * a.ldy + 8 * (p >> 1)) =
                             (uint32_t)tinfer_f2bf16(d[2 * p]) | ((uint32_t)tinfer_f2bf16(d[2 * p + 1]) << 16);
-                } else if (whole) {
+                } else {
                     float *y = (float *)a.Y + row0 * a.ldy + col0;
 #pragma unroll
                     for (int p = 0; p < 64; p++)
                         *(float2 *)(y + 8 * (p & 1) * a.ldy + 8 * (p >> 1)) = make_float2(d[2 * p], d[2 * p + 1]);
-                } else {
-#pragma unroll
-                    for (int p = 0; p < 64; p++) {
-                        const int64_t m = row0 + 8 * (p & 1), j = col0 + 8 * (p >> 1);
-                        if (m < a.M && j < nout) tinfer_bf16_epi_store(a, m, j, d[2 * p], 0.f);
-                        if (m < a.M && j + 1 < nout) tinfer_bf16_epi_store(a, m, j + 1, d[2 * p + 1], 0.f);
-                    }
-                }
-            } else if (!a.swiglu) {
-                const int64_t col0 = (int64_t)tn * WS_BN + 2 * t;
-#pragma unroll
-                for (int p = 0; p < 64; p++) {
-                    const int64_t m = row0 + 8 * (p & 1), j = col0 + 8 * (p >> 1);
-                    if (m < a.M) {
-                        if (j + 1 < nout) tinfer_bf16_epi_store2(a, vec, m, j, d[2 * p], 0.f, d[2 * p + 1], 0.f);
-                        else if (j < nout) tinfer_bf16_epi_store(a, m, j, d[2 * p], 0.f);
-                    }
                 }
             } else {
-                const int64_t col0 = (int64_t)tn * (WS_BN / 2) + 2 * t;
+                /* General epilogue (bias / SwiGLU / residual / ragged edges), staged through a
+                 * per-warp 16 x 32 scratch so the per-element code is one small rolled loop: fully
+                 * unrolled per-element branches made ~100 KB of straight-line code that ran at
+                 * instruction-cache-miss speed (~15-20 us per tile, first H200 runs, NOTES.md).
+                 * Lane = column, so the stores are coalesced (64 B per row for BF16). */
+                float(*scr)[16][33] = (float(*)[16][33])(smem + WS_STAGES * WS_STAGE_BYTES + 128 + (c * 4 + warp) * WS_SCR_WARP);
+                const int64_t rbase = (int64_t)tm * WS_BM + 64 * c + 16 * warp;
+                const int64_t jbase = a.swiglu ? (int64_t)tn * (WS_BN / 2) : (int64_t)tn * WS_BN;
 #pragma unroll
-                for (int p = 0; p < 32; p++) {
-                    const int64_t m = row0 + 8 * (p & 1), j = col0 + 8 * (p >> 1);
-                    if (m < a.M) {
-                        if (j + 1 < nout)
-                            tinfer_bf16_epi_store2(a, vec, m, j, d[2 * p], d[2 * p + 64], d[2 * p + 1], d[2 * p + 65]);
-                        else if (j < nout) tinfer_bf16_epi_store(a, m, j, d[2 * p], d[2 * p + 64]);
+                for (int pc = 0; pc < 8; pc++) {
+                    if (a.swiglu && pc >= 4) break;
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int i = 4 * (pc * 4 + q) + e;
+                            scr[0][g + 8 * ((e >> 1) & 1)][8 * q + 2 * t + (e & 1)] = d[i];
+                            if (pc < 4 && a.swiglu) scr[1][g + 8 * ((e >> 1) & 1)][8 * q + 2 * t + (e & 1)] = d[(i + 64) & 127];
+                        }
+                    __syncwarp();
+                    const int64_t j = jbase + pc * 32 + lane;
+#pragma unroll 1
+                    for (int r = 0; r < 16; r++) {
+                        const int64_t m = rbase + r;
+                        if (m < a.M && j < nout) tinfer_bf16_epi_store(a, m, j, scr[0][r][lane], a.swiglu ? scr[1][r][lane] : 0.f);
                     }
+                    __syncwarp();
                 }
             }
         }
