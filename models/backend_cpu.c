@@ -48,8 +48,7 @@ static tinfer_status cpu_attention(void *state, float *out, int64_t out_stride, 
     return TINFER_OK;
 }
 
-static tinfer_status cpu_swiglu(void *state, float *out, const float *gu, int64_t n,
-                                int64_t n_ff) {
+static tinfer_status cpu_swiglu(void *state, float *out, const float *gu, int64_t n, int64_t n_ff) {
     (void)state;
     tinfer_op_swiglu(out, gu, n, n_ff);
     return TINFER_OK;

@@ -75,9 +75,9 @@ static void convert(void *dst, tinfer_dtype ddt, const void *src, tinfer_dtype s
 
 /* Fetches `name` with the expected shape; a weight usable in place when BF16/F32 and aligned,
  * else a widened F32 copy. */
-static tinfer_status get_weight(tinfer_llama_weights *w, const tinfer_st_set *st,
-                                const char *name, int32_t n_dims, int64_t d0, int64_t d1,
-                                tinfer_weight *out, tinfer_err *err) {
+static tinfer_status get_weight(tinfer_llama_weights *w, const tinfer_st_set *st, const char *name,
+                                int32_t n_dims, int64_t d0, int64_t d1, tinfer_weight *out,
+                                tinfer_err *err) {
     int64_t shape[2] = {d0, d1};
     const tinfer_tensor_view *v;
     tinfer_status rc = tinfer_st_get(st, name, n_dims, shape, &v, err);
@@ -286,31 +286,30 @@ static double now_s(void) {
 }
 
 /* Runs one backend call, returning its error; timed into the scratch when profiling. */
-#define OP(id, call)                                                                         \
-    do {                                                                                     \
-        const double t0_ = s->profile ? now_s() : 0.0;                                       \
-        tinfer_status rc_ = (call);                                                          \
-        if (rc_ != TINFER_OK) return rc_;                                                    \
-        if (s->profile) {                                                                    \
-            s->op_seconds[TINFER_LLAMA_OP_##id] += now_s() - t0_;                            \
-            s->op_calls[TINFER_LLAMA_OP_##id]++;                                             \
-        }                                                                                    \
+#define OP(id, call)                                                                               \
+    do {                                                                                           \
+        const double t0_ = s->profile ? now_s() : 0.0;                                             \
+        tinfer_status rc_ = (call);                                                                \
+        if (rc_ != TINFER_OK) return rc_;                                                          \
+        if (s->profile) {                                                                          \
+            s->op_seconds[TINFER_LLAMA_OP_##id] += now_s() - t0_;                                  \
+            s->op_calls[TINFER_LLAMA_OP_##id]++;                                                   \
+        }                                                                                          \
     } while (0)
 
 tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *bs,
                                    const tinfer_llama_config *cfg, const tinfer_llama_weights *w,
                                    tinfer_llama_scratch *s, float *k_cache, float *v_cache,
                                    int32_t n_ctx, int32_t n, const int32_t *token,
-                                   const int32_t *pos, const int32_t *seq,
-                                   const int32_t *out_rows, int32_t n_out, float *logits,
-                                   tinfer_err *err) {
+                                   const int32_t *pos, const int32_t *seq, const int32_t *out_rows,
+                                   int32_t n_out, float *logits, tinfer_err *err) {
     if (n < 1 || n > s->n_batch || n_out < 0 || n_out > n)
         return tinfer_err_set(err, TINFER_ERR_INTERNAL,
                               "llama forward: batch of %d tokens (%d logits) for scratch of %d",
                               (int)n, (int)n_out, (int)s->n_batch);
     const int64_t E = cfg->n_embd, Q = (int64_t)cfg->n_head * cfg->head_dim,
-                  KV = (int64_t)cfg->n_head_kv * cfg->head_dim, F = cfg->n_ff,
-                  V = cfg->n_vocab, QKV = Q + 2 * KV;
+                  KV = (int64_t)cfg->n_head_kv * cfg->head_dim, F = cfg->n_ff, V = cfg->n_vocab,
+                  QKV = Q + 2 * KV;
     const float eps = cfg->rms_norm_eps;
 
     /* 0. stable counting sort by sequence id */
@@ -332,17 +331,17 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *bs,
     /* 1. embeddings */
     OP(EMBED, be->embed(bs, s->x, w->tok_embd.data, w->tok_embd.dtype, s->tok, n, E));
 
-    const size_t layer_stride = (size_t)n_ctx * (size_t)KV;             /* one (seq, layer) */
-    const size_t seq_stride = (size_t)cfg->n_layer * layer_stride;      /* one sequence */
+    const size_t layer_stride = (size_t)n_ctx * (size_t)KV;        /* one (seq, layer) */
+    const size_t seq_stride = (size_t)cfg->n_layer * layer_stride; /* one sequence */
     for (int32_t l = 0; l < cfg->n_layer; l++) {
         const tinfer_llama_layer *ly = &w->layers[l];
         /* 2a. attention block */
         OP(NORM, be->rmsnorm(bs, s->xb, s->x, ly->attn_norm.data, ly->attn_norm.dtype, n, E, eps));
         OP(QKV, be->matmul(bs, n, QKV, E, s->xb, E, ly->wqkv.data, ly->wqkv.dtype, E, ly->bqkv,
-                         s->qkv, QKV, false));
+                           s->qkv, QKV, false));
         OP(ROPE, be->rope(bs, s->qkv, n, QKV, cfg->n_head, cfg->head_dim, s->pos, cfg->rope_theta));
         OP(ROPE, be->rope(bs, s->qkv + Q, n, QKV, cfg->n_head_kv, cfg->head_dim, s->pos,
-                       cfg->rope_theta));
+                          cfg->rope_theta));
         for (int32_t q = 0; q < s->n_seq; q++) {
             int32_t b = start[q], cnt = start[q + 1] - start[q];
             if (cnt == 0) continue;
@@ -350,31 +349,32 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *bs,
             float *vc = v_cache + (size_t)q * seq_stride + (size_t)l * layer_stride;
             /* positions of one sequence are contiguous: its rows land in one block */
             const size_t at = (size_t)s->pos[b] * (size_t)KV;
-            OP(KV_STORE, be->copy_rows(bs, kc + at, KV, s->qkv + (size_t)b * QKV + Q, QKV, cnt, KV));
-            OP(KV_STORE, be->copy_rows(bs, vc + at, KV, s->qkv + (size_t)b * QKV + Q + KV, QKV, cnt,
-                                KV));
-            OP(ATTN, be->attention(bs, s->att + (size_t)b * Q, Q, s->qkv + (size_t)b * QKV, QKV, kc,
-                                vc, cnt, s->pos + b, cfg->n_head, cfg->n_head_kv,
-                                cfg->head_dim));
+            OP(KV_STORE,
+               be->copy_rows(bs, kc + at, KV, s->qkv + (size_t)b * QKV + Q, QKV, cnt, KV));
+            OP(KV_STORE,
+               be->copy_rows(bs, vc + at, KV, s->qkv + (size_t)b * QKV + Q + KV, QKV, cnt, KV));
+            OP(ATTN,
+               be->attention(bs, s->att + (size_t)b * Q, Q, s->qkv + (size_t)b * QKV, QKV, kc, vc,
+                             cnt, s->pos + b, cfg->n_head, cfg->n_head_kv, cfg->head_dim));
         }
-        OP(WO, be->matmul(bs, n, E, Q, s->att, Q, ly->wo.data, ly->wo.dtype, Q, ly->bo, s->x, E,
-                         true));
+        OP(WO,
+           be->matmul(bs, n, E, Q, s->att, Q, ly->wo.data, ly->wo.dtype, Q, ly->bo, s->x, E, true));
         /* 2b. feed-forward block */
         OP(NORM, be->rmsnorm(bs, s->xb, s->x, ly->ffn_norm.data, ly->ffn_norm.dtype, n, E, eps));
-        OP(GATE_UP, be->matmul(bs, n, 2 * F, E, s->xb, E, ly->wgu.data, ly->wgu.dtype, E, NULL, s->gu,
-                         2 * F, false));
+        OP(GATE_UP, be->matmul(bs, n, 2 * F, E, s->xb, E, ly->wgu.data, ly->wgu.dtype, E, NULL,
+                               s->gu, 2 * F, false));
         OP(SWIGLU, be->swiglu(bs, s->act, s->gu, n, F));
         OP(DOWN, be->matmul(bs, n, E, F, s->act, F, ly->wdown.data, ly->wdown.dtype, F, NULL, s->x,
-                         E, true));
+                            E, true));
     }
 
     /* 3. logits only for the requested rows */
     if (n_out == 0) return TINFER_OK;
     for (int32_t j = 0; j < n_out; j++)
-        OP(KV_STORE, be->copy_rows(bs, s->xb + (size_t)j * E, E, s->x + (size_t)s->inv[out_rows[j]] * E,
-                            E, 1, E));
+        OP(KV_STORE, be->copy_rows(bs, s->xb + (size_t)j * E, E,
+                                   s->x + (size_t)s->inv[out_rows[j]] * E, E, 1, E));
     OP(NORM, be->rmsnorm(bs, s->xb, s->xb, w->out_norm.data, w->out_norm.dtype, n_out, E, eps));
     OP(LM_HEAD, be->matmul(bs, n_out, V, E, s->xb, E, w->lm_head.data, w->lm_head.dtype, E, NULL,
-                     logits, V, false));
+                           logits, V, false));
     return TINFER_OK;
 }

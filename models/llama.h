@@ -51,10 +51,10 @@ typedef struct tinfer_llama_weights {
     tinfer_weight lm_head;      /* [V, E] lm_head, or tok_embd when tie_word_embeddings */
     tinfer_llama_layer *layers; /* [L] */
     int32_t n_layer;
-    void **owned;               /* every allocation made at load, freed by tinfer_llama_free */
+    void **owned; /* every allocation made at load, freed by tinfer_llama_free */
     int32_t n_owned, cap_owned;
     size_t owned_bytes;
-    tinfer_dtype fused_dtype;   /* dtype of the fused matrices (for the description) */
+    tinfer_dtype fused_dtype; /* dtype of the fused matrices (for the description) */
 } tinfer_llama_weights;
 
 /* Maps and validates every tensor (each shape checked against cfg; errors name the tensor and
@@ -68,15 +68,15 @@ void tinfer_llama_free(tinfer_llama_weights *w);
  * meaningful for a synchronous backend (the CPU). */
 typedef enum tinfer_llama_op {
     TINFER_LLAMA_OP_EMBED,
-    TINFER_LLAMA_OP_NORM,     /* attention, FFN and final RMSNorm */
-    TINFER_LLAMA_OP_QKV,      /* fused QKV GEMM (+ bias) */
+    TINFER_LLAMA_OP_NORM, /* attention, FFN and final RMSNorm */
+    TINFER_LLAMA_OP_QKV,  /* fused QKV GEMM (+ bias) */
     TINFER_LLAMA_OP_ROPE,
     TINFER_LLAMA_OP_KV_STORE, /* K/V rows into the cache, LM-head row gather */
     TINFER_LLAMA_OP_ATTN,
-    TINFER_LLAMA_OP_WO,       /* output projection GEMM */
-    TINFER_LLAMA_OP_GATE_UP,  /* fused gate|up GEMM */
+    TINFER_LLAMA_OP_WO,      /* output projection GEMM */
+    TINFER_LLAMA_OP_GATE_UP, /* fused gate|up GEMM */
     TINFER_LLAMA_OP_SWIGLU,
-    TINFER_LLAMA_OP_DOWN,     /* down projection GEMM */
+    TINFER_LLAMA_OP_DOWN, /* down projection GEMM */
     TINFER_LLAMA_OP_LM_HEAD,
     TINFER_LLAMA_OP_COUNT
 } tinfer_llama_op;
@@ -85,18 +85,18 @@ typedef enum tinfer_llama_op {
  * never allocates. */
 typedef struct tinfer_llama_scratch {
     int32_t n_batch, n_seq;
-    float *x;        /* [n_batch, E]        residual stream (tokens in seq-sorted order) */
-    float *xb;       /* [n_batch, E]        normed activations; also the LM-head row gather */
-    float *qkv;      /* [n_batch, Q + 2*KV] fused projection output, q|k|v per row */
-    float *att;      /* [n_batch, Q]        attention output */
-    float *gu;       /* [n_batch, 2*F]      gate|up output */
-    float *act;      /* [n_batch, F]        swiglu output */
-    int32_t *order;  /* [n_batch] batch index of the i-th token in seq-sorted order */
-    int32_t *inv;    /* [n_batch] sorted index of batch entry b */
-    int32_t *tok;    /* [n_batch] token ids, sorted order */
-    int32_t *pos;    /* [n_batch] positions, sorted order */
+    float *x;           /* [n_batch, E]        residual stream (tokens in seq-sorted order) */
+    float *xb;          /* [n_batch, E]        normed activations; also the LM-head row gather */
+    float *qkv;         /* [n_batch, Q + 2*KV] fused projection output, q|k|v per row */
+    float *att;         /* [n_batch, Q]        attention output */
+    float *gu;          /* [n_batch, 2*F]      gate|up output */
+    float *act;         /* [n_batch, F]        swiglu output */
+    int32_t *order;     /* [n_batch] batch index of the i-th token in seq-sorted order */
+    int32_t *inv;       /* [n_batch] sorted index of batch entry b */
+    int32_t *tok;       /* [n_batch] token ids, sorted order */
+    int32_t *pos;       /* [n_batch] positions, sorted order */
     int32_t *seq_start; /* [n_seq + 1] first sorted index of each sequence */
-    bool profile;                          /* accumulate op_seconds / op_calls */
+    bool profile;       /* accumulate op_seconds / op_calls */
     double op_seconds[TINFER_LLAMA_OP_COUNT];
     int64_t op_calls[TINFER_LLAMA_OP_COUNT];
 } tinfer_llama_scratch;
@@ -114,8 +114,7 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *be_state,
                                    const tinfer_llama_config *cfg, const tinfer_llama_weights *w,
                                    tinfer_llama_scratch *s, float *k_cache, float *v_cache,
                                    int32_t n_ctx, int32_t n, const int32_t *token,
-                                   const int32_t *pos, const int32_t *seq,
-                                   const int32_t *out_rows, int32_t n_out, float *logits,
-                                   tinfer_err *err);
+                                   const int32_t *pos, const int32_t *seq, const int32_t *out_rows,
+                                   int32_t n_out, float *logits, tinfer_err *err);
 
 #endif

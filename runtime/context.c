@@ -33,15 +33,15 @@ struct tinfer_context {
     const tinfer_llama_weights *w;
     const tinfer_backend_ops *ops;
     int32_t n_ctx, n_seq_max, n_batch, n_threads;
-    float *k_cache;       /* [n_seq_max][n_layer][n_ctx][kv_dim] */
-    float *v_cache;       /* [n_seq_max][n_layer][n_ctx][kv_dim] */
-    int32_t *seq_len;     /* [n_seq_max] tokens cached per sequence */
-    int32_t *seq_count;   /* [n_seq_max] validation scratch: tokens per sequence in the batch */
-    int32_t *out_rows;    /* [n_batch] batch indices whose logits are computed */
-    int32_t *logit_row;   /* [n_batch] row in `logits` of batch entry i, -1 if none */
-    float *logits;        /* [cap_logits, n_vocab] */
+    float *k_cache;     /* [n_seq_max][n_layer][n_ctx][kv_dim] */
+    float *v_cache;     /* [n_seq_max][n_layer][n_ctx][kv_dim] */
+    int32_t *seq_len;   /* [n_seq_max] tokens cached per sequence */
+    int32_t *seq_count; /* [n_seq_max] validation scratch: tokens per sequence in the batch */
+    int32_t *out_rows;  /* [n_batch] batch indices whose logits are computed */
+    int32_t *logit_row; /* [n_batch] row in `logits` of batch entry i, -1 if none */
+    float *logits;      /* [cap_logits, n_vocab] */
     int32_t cap_logits;
-    int32_t n_last;       /* n_tokens of the last successful tinfer_decode (0: none) */
+    int32_t n_last; /* n_tokens of the last successful tinfer_decode (0: none) */
     tinfer_llama_scratch s;
 };
 
@@ -104,9 +104,9 @@ tinfer_status tinfer_context_init(tinfer_model *model, const tinfer_context_para
     const int32_t cap0 = p.n_seq_max < n_batch ? p.n_seq_max : n_batch;
     tinfer_status rc = TINFER_OK;
     if ((uint64_t)kv_elems > SIZE_MAX / sizeof(float)) {
-        rc = tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY,
-                            "KV cache of %lld elements does not fit in memory",
-                            (long long)kv_elems);
+        rc =
+            tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY,
+                           "KV cache of %lld elements does not fit in memory", (long long)kv_elems);
         goto fail;
     }
     c->k_cache = malloc((size_t)kv_elems * sizeof(float));
@@ -173,7 +173,9 @@ static tinfer_status validate(tinfer_context *c, const tinfer_batch *b) {
                               (int)c->n_batch);
     if (!b->token || !b->pos || !b->seq_id)
         return tinfer_err_set(e, TINFER_ERR_INVALID_ARG, "tinfer_decode: batch.%s is NULL",
-                              !b->token ? "token" : !b->pos ? "pos" : "seq_id");
+                              !b->token ? "token"
+                              : !b->pos ? "pos"
+                                        : "seq_id");
     memset(c->seq_count, 0, (size_t)c->n_seq_max * sizeof(int32_t));
     for (int32_t i = 0; i < n; i++) {
         if (b->token[i] < 0 || b->token[i] >= c->cfg->n_vocab)
@@ -208,8 +210,8 @@ static tinfer_status validate(tinfer_context *c, const tinfer_batch *b) {
 
 tinfer_status tinfer_decode(tinfer_context *c, const tinfer_batch *b) {
     if (!c || !b)
-        return tinfer_err_set(c ? &c->err : NULL, TINFER_ERR_INVALID_ARG,
-                              "tinfer_decode: NULL %s", !c ? "context" : "batch");
+        return tinfer_err_set(c ? &c->err : NULL, TINFER_ERR_INVALID_ARG, "tinfer_decode: NULL %s",
+                              !c ? "context" : "batch");
     tinfer_status rc = validate(c, b);
     if (rc != TINFER_OK) return rc;
 
@@ -231,9 +233,9 @@ tinfer_status tinfer_decode(tinfer_context *c, const tinfer_batch *b) {
     if (omp_get_max_threads() != c->n_threads) omp_set_num_threads(c->n_threads);
 
     c->n_last = 0; /* the previous logits are overwritten from here on */
-    rc = tinfer_llama_forward(c->ops, NULL, c->cfg, c->w, &c->s, c->k_cache, c->v_cache, c->n_ctx,
-                              n, b->token, b->pos, b->seq_id, c->out_rows, n_out, c->logits,
-                              &c->err);
+    rc =
+        tinfer_llama_forward(c->ops, NULL, c->cfg, c->w, &c->s, c->k_cache, c->v_cache, c->n_ctx, n,
+                             b->token, b->pos, b->seq_id, c->out_rows, n_out, c->logits, &c->err);
     if (rc != TINFER_OK) return rc;
     for (int32_t i = 0; i < n; i++) c->seq_len[b->seq_id[i]]++;
     c->n_last = n;

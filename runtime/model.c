@@ -88,7 +88,8 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
     m->ops = &tinfer_backend_cpu;
     m->n_threads = p.n_threads > 0 ? p.n_threads : omp_get_num_procs();
     omp_set_num_threads(m->n_threads);
-    for (int64_t i = 0; i < tinfer_st_count(m->st); i++) m->n_params += tinfer_st_at(m->st, i)->n_elems;
+    for (int64_t i = 0; i < tinfer_st_count(m->st); i++)
+        m->n_params += tinfer_st_at(m->st, i)->n_elems;
     snprintf(m->desc, sizeof m->desc, "%s %d layers, hidden %d, %d/%d heads, %s, %s",
              m->cfg.qkv_bias ? "qwen2" : "llama", (int)m->cfg.n_layer, (int)m->cfg.n_embd,
              (int)m->cfg.n_head, (int)m->cfg.n_head_kv,

@@ -34,12 +34,12 @@ struct tinfer_sampler {
     tinfer_err err;
     tinfer_sampler_params p;
     uint64_t rng[4];
-    int32_t *hist;       /* ring of accepted tokens [hist_cap] */
+    int32_t *hist;                       /* ring of accepted tokens [hist_cap] */
     int32_t hist_cap, hist_n, hist_head; /* hist_head: next write slot */
-    int32_t vocab_cap;   /* size of the scratch below */
-    float *work;         /* [vocab_cap] penalised logits */
-    cand *cands;         /* [vocab_cap] candidates */
-    unsigned char *mark; /* [vocab_cap] distinct-token marks for the penalty */
+    int32_t vocab_cap;                   /* size of the scratch below */
+    float *work;                         /* [vocab_cap] penalised logits */
+    cand *cands;                         /* [vocab_cap] candidates */
+    unsigned char *mark;                 /* [vocab_cap] distinct-token marks for the penalty */
 };
 
 tinfer_sampler_params tinfer_sampler_default_params(void) {
@@ -216,7 +216,8 @@ static void top_k(const float *w, int32_t n, int32_t k, cand *c) {
 
 tinfer_status tinfer_sampler_sample(tinfer_sampler *s, const float *logits, int32_t n_vocab,
                                     tinfer_token *out) {
-    if (!s) return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG, "tinfer_sampler_sample: NULL sampler");
+    if (!s)
+        return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG, "tinfer_sampler_sample: NULL sampler");
     if (!logits || !out)
         return tinfer_err_set(&s->err, TINFER_ERR_INVALID_ARG, "tinfer_sampler_sample: NULL %s",
                               !logits ? "logits" : "out");

@@ -156,8 +156,8 @@ static int filter_push(out_filter *f, const char *text, size_t len) {
 /* Runs one streaming-detokenizer step into *buf (grown when a token's text is long). */
 static tinfer_status detok_push(const tinfer_model *m, tinfer_detok_stream *st, tinfer_token t,
                                 char **buf, size_t *cap, size_t *n) {
-    tinfer_status rc = tinfer_detok_stream_push(m, st, t, TINFER_DETOKENIZE_SKIP_SPECIAL, *buf,
-                                                *cap, n);
+    tinfer_status rc =
+        tinfer_detok_stream_push(m, st, t, TINFER_DETOKENIZE_SKIP_SPECIAL, *buf, *cap, n);
     if (rc == TINFER_ERR_BUFFER_TOO_SMALL) {
         char *p = realloc(*buf, *n + 16);
         if (!p) return TINFER_ERR_OUT_OF_MEMORY;
@@ -197,26 +197,41 @@ int main(int argc, char **argv) {
         }
         const char *v = argv[++i];
         int bad = 0;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) model_dir = v;
-        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) prompt = v;
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) bad = parse_int(a, v, 0, 1L << 30, &n_predict);
-        else if (!strcmp(a, "--temp")) bad = parse_float(a, v, &temp), has_temp = 1;
-        else if (!strcmp(a, "--top-k")) bad = parse_int(a, v, -1, 1L << 30, &top_k), has_top_k = 1;
-        else if (!strcmp(a, "--top-p")) bad = parse_float(a, v, &top_p), has_top_p = 1;
-        else if (!strcmp(a, "--min-p")) bad = parse_float(a, v, &min_p), has_min_p = 1;
-        else if (!strcmp(a, "--repeat-penalty")) bad = parse_float(a, v, &rp), has_rp = 1;
-        else if (!strcmp(a, "--seed")) bad = parse_u64(a, v, &seed), has_seed = 1;
-        else if (!strcmp(a, "--threads")) bad = parse_int(a, v, 0, 4096, &n_threads);
-        else if (!strcmp(a, "--ctx")) bad = parse_int(a, v, 1, 1L << 24, &n_ctx);
+        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
+            model_dir = v;
+        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt"))
+            prompt = v;
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict"))
+            bad = parse_int(a, v, 0, 1L << 30, &n_predict);
+        else if (!strcmp(a, "--temp"))
+            bad = parse_float(a, v, &temp), has_temp = 1;
+        else if (!strcmp(a, "--top-k"))
+            bad = parse_int(a, v, -1, 1L << 30, &top_k), has_top_k = 1;
+        else if (!strcmp(a, "--top-p"))
+            bad = parse_float(a, v, &top_p), has_top_p = 1;
+        else if (!strcmp(a, "--min-p"))
+            bad = parse_float(a, v, &min_p), has_min_p = 1;
+        else if (!strcmp(a, "--repeat-penalty"))
+            bad = parse_float(a, v, &rp), has_rp = 1;
+        else if (!strcmp(a, "--seed"))
+            bad = parse_u64(a, v, &seed), has_seed = 1;
+        else if (!strcmp(a, "--threads"))
+            bad = parse_int(a, v, 0, 4096, &n_threads);
+        else if (!strcmp(a, "--ctx"))
+            bad = parse_int(a, v, 1, 1L << 24, &n_ctx);
         else if (!strcmp(a, "--stop")) {
             if (n_stops == MAX_STOPS) return fail("--stop: at most %d stop strings", MAX_STOPS);
             if (!v[0]) return fail("--stop: empty stop string");
             stops[n_stops++] = v;
         } else if (!strcmp(a, "--backend")) {
-            if (!strcmp(v, "cpu")) backend = TINFER_BACKEND_CPU;
-            else if (!strcmp(v, "cuda")) backend = TINFER_BACKEND_CUDA;
-            else if (!strcmp(v, "auto")) backend = TINFER_BACKEND_AUTO;
-            else return fail("--backend: '%s' is not cpu, cuda or auto", v);
+            if (!strcmp(v, "cpu"))
+                backend = TINFER_BACKEND_CPU;
+            else if (!strcmp(v, "cuda"))
+                backend = TINFER_BACKEND_CUDA;
+            else if (!strcmp(v, "auto"))
+                backend = TINFER_BACKEND_AUTO;
+            else
+                return fail("--backend: '%s' is not cpu, cuda or auto", v);
         } else {
             usage(stderr);
             return fail("unknown option '%s'", a);
@@ -281,7 +296,8 @@ int main(int argc, char **argv) {
         goto done;
     }
     toks = malloc((size_t)n_prompt * sizeof *toks);
-    if (!toks || tinfer_tokenize(model, ptext, plen, tflags, toks, n_prompt, &n_prompt) != TINFER_OK) {
+    if (!toks ||
+        tinfer_tokenize(model, ptext, plen, tflags, toks, n_prompt, &n_prompt) != TINFER_OK) {
         fail("%s", toks ? tinfer_last_error() : "out of memory");
         goto done;
     }
@@ -383,7 +399,8 @@ int main(int argc, char **argv) {
     }
     fputc('\n', stdout);
     fflush(stdout);
-    fprintf(stderr, "prompt %d tokens, prefill %.2f tok/s, generated %d tokens, decode %.2f tok/s\n",
+    fprintf(stderr,
+            "prompt %d tokens, prefill %.2f tok/s, generated %d tokens, decode %.2f tok/s\n",
             (int)n_prompt, t_prefill > 0 ? n_prompt / t_prefill : 0.0, (int)n_gen,
             t_decode > 0 ? n_decode / t_decode : 0.0);
     rc_main = 0;

@@ -20,14 +20,14 @@
 #include <unistd.h>
 
 static int failures = 0;
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                             \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fputc('\n', stderr);                                                             \
-            failures++;                                                                      \
-        }                                                                                    \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 static const char *g_fixture;
@@ -151,8 +151,8 @@ static void expect_load_fail(const char *what, const char *dir, tinfer_status st
     tinfer_model *m = (tinfer_model *)&m; /* non-NULL: the call must reset it */
     tinfer_status rc = tinfer_model_load(dir, NULL, &m);
     const char *msg = tinfer_last_error();
-    CHECK(rc == status, "%s: status %d (%s), want %d; message: %s", what, rc,
-          tinfer_status_str(rc), status, msg);
+    CHECK(rc == status, "%s: status %d (%s), want %d; message: %s", what, rc, tinfer_status_str(rc),
+          status, msg);
     CHECK(m == NULL, "%s: *out not NULL after failure", what);
     CHECK(strstr(msg, needle1) != NULL, "%s: message does not name '%s': %s", what, needle1, msg);
     if (needle2)
@@ -178,10 +178,9 @@ static void test_broken_dirs(void) {
     remove_copy(dir);
 
     fresh_copy(dir, sizeof dir);
-    st_edit(dir, "model.layers.1.mlp.up_proj.weight", "model.layers.1.mlp.up_proj.renamed",
-            NULL);
-    expect_load_fail("missing tensor", dir, TINFER_ERR_FORMAT,
-                     "model.layers.1.mlp.up_proj.weight", "missing");
+    st_edit(dir, "model.layers.1.mlp.up_proj.weight", "model.layers.1.mlp.up_proj.renamed", NULL);
+    expect_load_fail("missing tensor", dir, TINFER_ERR_FORMAT, "model.layers.1.mlp.up_proj.weight",
+                     "missing");
     remove_copy(dir);
 
     fresh_copy(dir, sizeof dir);
@@ -193,8 +192,8 @@ static void test_broken_dirs(void) {
 
     fresh_copy(dir, sizeof dir);
     config_set_int(dir, "vocab_size", 301); /* the embedding has 300 rows */
-    expect_load_fail("config vocab != tensors", dir, TINFER_ERR_FORMAT,
-                     "model.embed_tokens.weight", "301");
+    expect_load_fail("config vocab != tensors", dir, TINFER_ERR_FORMAT, "model.embed_tokens.weight",
+                     "301");
     remove_copy(dir);
 
     fresh_copy(dir, sizeof dir);
@@ -213,7 +212,8 @@ static void test_broken_dirs(void) {
     tinfer_model_params mp = tinfer_model_default_params();
     mp.backend = TINFER_BACKEND_CUDA;
     tinfer_status rc = tinfer_model_load(g_fixture, &mp, &m);
-    CHECK(rc == TINFER_ERR_NO_DEVICE && !m, "CUDA backend in a CPU build: %s", tinfer_status_str(rc));
+    CHECK(rc == TINFER_ERR_NO_DEVICE && !m, "CUDA backend in a CPU build: %s",
+          tinfer_status_str(rc));
     CHECK(strstr(tinfer_last_error(), "CUDA") != NULL, "message: %s", tinfer_last_error());
 }
 
@@ -236,12 +236,13 @@ static void test_model_and_batches(const char *generate_bin) {
           tinfer_model_n_layer(m), tinfer_model_n_embd(m), tinfer_model_n_ctx_train(m));
     /* 2 x (300 x 64) embeddings/head + 2 layers x (q 64x64, k/v 32x64, o 64x64, 3 x 128x64
      * MLP, 2 norms of 64) + final norm 64 */
-    const int64_t want_params = 2 * 300 * 64 + 2 * (64 * 64 + 2 * 32 * 64 + 64 * 64 +
-                                                    3 * 128 * 64 + 2 * 64) + 64;
+    const int64_t want_params =
+        2 * 300 * 64 + 2 * (64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 128 * 64 + 2 * 64) + 64;
     CHECK(tinfer_model_n_params(m) == want_params, "n_params %lld, want %lld",
           (long long)tinfer_model_n_params(m), (long long)want_params);
-    CHECK(tinfer_token_bos(m) == 1 && tinfer_token_eos_count(m) == 1 && tinfer_token_eos(m, 0) == 3 &&
-              tinfer_token_is_eog(m, 3) && !tinfer_token_is_eog(m, 1),
+    CHECK(tinfer_token_bos(m) == 1 && tinfer_token_eos_count(m) == 1 &&
+              tinfer_token_eos(m, 0) == 3 && tinfer_token_is_eog(m, 3) &&
+              !tinfer_token_is_eog(m, 1),
           "bos/eos: %d, %d x eos %d", tinfer_token_bos(m), tinfer_token_eos_count(m),
           tinfer_token_eos(m, 0));
     CHECK(tinfer_model_backend(m) == TINFER_BACKEND_CPU, "AUTO should resolve to the CPU");
@@ -283,8 +284,8 @@ static void test_model_and_batches(const char *generate_bin) {
               tinfer_get_logits(c, 6) == NULL,
           "logits: only the last entry by default");
     CHECK(decode(c, 3, tok, pos + 6, seq) == TINFER_ERR_CONTEXT_FULL, "context overflow");
-    CHECK(strstr(tinfer_last_error(), "sequence 0 would need 9 tokens but n_ctx is 8"),
-          "msg: %s", tinfer_last_error());
+    CHECK(strstr(tinfer_last_error(), "sequence 0 would need 9 tokens but n_ctx is 8"), "msg: %s",
+          tinfer_last_error());
     CHECK(tinfer_seq_len(c, 0) == 6, "context-full batch changed the cache");
     /* the other sequence is independent; a prompt longer than the context never fits */
     int32_t seq1[6] = {1, 1, 1, 1, 1, 1};

@@ -38,14 +38,14 @@
 #define TOL_SELF 1e-4
 
 static int failures = 0;
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                             \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fputc('\n', stderr);                                                             \
-            failures++;                                                                      \
-        }                                                                                    \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 static char *read_file(const char *path) {
@@ -190,8 +190,7 @@ static void run_case(tinfer_model *m, const cJSON *cs) {
     }
     CHECK(rc == TINFER_OK, "%s: token-by-token decode: %s", name, tinfer_last_error());
     CHECK(worst <= TOL_SELF, "%s: token-by-token vs prefill: %.3g", name, worst);
-    printf("%s: token-by-token vs prefill max rel diff %.3g (bound %.0e)\n", name, worst,
-           TOL_SELF);
+    printf("%s: token-by-token vs prefill max rel diff %.3g (bound %.0e)\n", name, worst, TOL_SELF);
     free(pre);
 out:
     tinfer_context_free(c);
@@ -226,7 +225,8 @@ int main(int argc, char **argv) {
     }
     printf("%s\n", tinfer_model_desc(m));
     const cJSON *cases = cJSON_GetObjectItem(fx, "cases");
-    for (int32_t i = 0; i < cJSON_GetArraySize(cases); i++) run_case(m, cJSON_GetArrayItem(cases, i));
+    for (int32_t i = 0; i < cJSON_GetArraySize(cases); i++)
+        run_case(m, cJSON_GetArrayItem(cases, i));
     tinfer_model_free(m);
     cJSON_Delete(fx);
     free(json);

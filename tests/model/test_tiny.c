@@ -35,14 +35,14 @@
 #define TOL_SELF 1e-5
 
 static int failures = 0;
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                             \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fputc('\n', stderr);                                                             \
-            failures++;                                                                      \
-        }                                                                                    \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 static char *read_file(const char *path) {
@@ -99,8 +99,8 @@ static tinfer_context *new_ctx(tinfer_model *m, int32_t n_seq) {
 
 /* Decodes tokens[0..n) of sequence `seq` as batches of `step` tokens starting at position
  * `pos0`, storing each position's logits in out[i * V]. */
-static int run_seq(tinfer_context *c, int32_t seq, int32_t pos0, const int32_t *tokens,
-                   int32_t n, int32_t step, float *out, int32_t V) {
+static int run_seq(tinfer_context *c, int32_t seq, int32_t pos0, const int32_t *tokens, int32_t n,
+                   int32_t step, float *out, int32_t V) {
     int32_t pos[256], sq[256];
     int8_t want[256];
     for (int32_t b = 0; b < n; b += step) {
@@ -152,8 +152,8 @@ int main(int argc, char **argv) {
 
     /* 1. tokenization */
     int32_t toks[256], n_tok = 0;
-    tinfer_status rc = tinfer_tokenize(m, prompt, strlen(prompt), TINFER_TOKENIZE_ADD_SPECIAL,
-                                       toks, 256, &n_tok);
+    tinfer_status rc =
+        tinfer_tokenize(m, prompt, strlen(prompt), TINFER_TOKENIZE_ADD_SPECIAL, toks, 256, &n_tok);
     CHECK(rc == TINFER_OK && n_tok == n_prompt && !memcmp(toks, ids, (size_t)n_tok * 4),
           "tokenization differs from HF (%d vs %d tokens)", (int)n_tok, (int)n_prompt);
 

@@ -12,14 +12,14 @@
 #include <string.h>
 
 static int failures = 0;
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                             \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fputc('\n', stderr);                                                             \
-            failures++;                                                                      \
-        }                                                                                    \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 static tinfer_sampler *make(float temp, int32_t top_k, float top_p, float min_p, float pen,
@@ -156,8 +156,8 @@ static void test_top_p_min_p(void) {
     tinfer_sampler *s = make(1.0f, 2, 1.0f, 0.0f, 1.0f, 64, 5);
     int32_t c[4];
     histogram(s, l, 4000, c);
-    CHECK(c[0] > 0 && c[1] > 0 && c[2] == 0 && c[3] == 0, "top_k=2: counts %d %d %d %d",
-          (int)c[0], (int)c[1], (int)c[2], (int)c[3]);
+    CHECK(c[0] > 0 && c[1] > 0 && c[2] == 0 && c[3] == 0, "top_k=2: counts %d %d %d %d", (int)c[0],
+          (int)c[1], (int)c[2], (int)c[3]);
     tinfer_sampler_free(s);
 }
 
