@@ -91,8 +91,10 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
     for (int64_t i = 0; i < tinfer_st_count(m->st); i++)
         m->n_params += tinfer_st_at(m->st, i)->n_elems;
     snprintf(m->desc, sizeof m->desc, "%s %d layers, hidden %d, %d/%d heads, %s, %s",
-             m->cfg.qkv_bias ? "qwen2" : "llama", (int)m->cfg.n_layer, (int)m->cfg.n_embd,
-             (int)m->cfg.n_head, (int)m->cfg.n_head_kv,
+             !strncmp(m->cfg.architecture, "Qwen2", 5)     ? "qwen2"
+             : !strncmp(m->cfg.architecture, "Mistral", 7) ? "mistral"
+                                                           : "llama",
+             (int)m->cfg.n_layer, (int)m->cfg.n_embd, (int)m->cfg.n_head, (int)m->cfg.n_head_kv,
              m->w.fused_dtype == TINFER_DTYPE_BF16 ? "bf16" : "f32", m->ops->name);
     *out = m;
     return TINFER_OK;
