@@ -61,7 +61,10 @@ fi
 TUNE="$OUT/sgemm-tune.json"
 if ! skip tune; then
   stamp "autotune"
-  "$BIN/tinfer-bench-gemm" --tune-only --tune-file "$TUNE" | grep -E "winner|grid|pruned|written" | head -60
+  "$BIN/tinfer-bench-gemm" --tune-only --tune-file "$TUNE" > "$OUT/tune.tmp" 2>&1
+  echo "tune rc=$?"; grep -E "winner|grid|written|error" "$OUT/tune.tmp"
+  echo "(every candidate, for NOTES.md:)"; grep -vE "winner" "$OUT/tune.tmp" | sed 's/^/  /' >> "$OUT/run.log.tune"
+  rm -f "$OUT/tune.tmp"
 fi
 
 stamp "bench NN: all rungs, key sizes + sweep"
@@ -76,6 +79,21 @@ stamp "bench NT (the runtime's layout): key sizes"
 echo "bench nt rc=$?"; grep -E "^(size|FAIL|error)" "$OUT/bench_nt.tmp"
 cat "$OUT/bench_nt.tmp" | sed -n '/^rung /,$p'
 rm -f "$OUT/bench_nt.tmp"
+
+if ! skip ncu; then
+  stamp "ncu: rung 9 (8x8/thread) and rung 10 (tuned tile) at 4096 NN, one launch each"
+  timeout 120 ncu --clock-control none -k regex:"sgemm_(warptile|pipelined)" --launch-skip 1 --launch-count 2 \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+    --section WarpStateStats --section LaunchStats --section Occupancy \
+    "$BIN/tinfer-bench-gemm" --rung 9,10 --sizes 4096 --iters 1,1 --cap 0 --tune-file "$TUNE" 2>&1 \
+    | grep -vE "^==PROF==|^    -+|^\s*$" | head -200 >> "$OUT/run.log.tune"
+  echo "ncu rc=$?"
+fi
+# details go to run.log only (not the console tail, which ends with the table)
+if [ -f "$OUT/run.log.tune" ]; then
+  { echo "==== tune candidates and ncu"; cat "$OUT/run.log.tune"; } >> "$OUT/run.log"
+  rm -f "$OUT/run.log.tune"
+fi
 
 stamp "table"
 python3 scripts/gemm-table.py "$OUT/bench.json" "$OUT/bench-nt.json" > "$OUT/table.md"

@@ -215,6 +215,9 @@ static const tinfer_sgemm_cfg k_r10_cfgs[] = {
     R10_CFG(256, 128, 8, 4, 2, 2, 4, 3, 1),  /* 3: 8x16/thread, tall */
     R10_CFG(64, 128, 16, 2, 4, 1, 2, 4, 2),  /* 4: 4x8/thread, for small M or few tiles */
     R10_CFG(128, 64, 16, 2, 2, 2, 2, 4, 3),  /* 5: 128 threads, for small N or few tiles */
+    R10_CFG(128, 256, 16, 2, 4, 2, 4, 3, 1), /* 6: config 2 with half the barriers */
+    R10_CFG(256, 128, 16, 4, 2, 2, 4, 3, 1), /* 7: config 3 with half the barriers */
+    R10_CFG(128, 256, 8, 2, 4, 2, 4, 4, 1),  /* 8: config 2, one more stage in flight */
 };
 enum { R10_N = (int)(sizeof k_r10_cfgs / sizeof k_r10_cfgs[0]) };
 
@@ -235,6 +238,9 @@ extern "C" tinfer_status tinfer_sgemm_10_pipelined(const tinfer_sgemm_args *a, i
     case 3: return launch_pipe<256, 128, 8, 4, 2, 2, 4, 3, 1>(a, splits, s, err);
     case 4: return launch_pipe<64, 128, 16, 2, 4, 1, 2, 4, 2>(a, splits, s, err);
     case 5: return launch_pipe<128, 64, 16, 2, 2, 2, 2, 4, 3>(a, splits, s, err);
+    case 6: return launch_pipe<128, 256, 16, 2, 4, 2, 4, 3, 1>(a, splits, s, err);
+    case 7: return launch_pipe<256, 128, 16, 4, 2, 2, 4, 3, 1>(a, splits, s, err);
+    case 8: return launch_pipe<128, 256, 8, 2, 4, 2, 4, 4, 1>(a, splits, s, err);
     default:
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "sgemm rung 10: config %d not in 0..%d",
                               config, R10_N - 1);

@@ -123,6 +123,29 @@ static void fill_args(tinfer_sgemm_args *a, int trans_b, int64_t M, int64_t N, i
     a->A = A; a->lda = lda; a->B = B; a->ldb = ldb; a->C = C; a->ldc = ldc;
 }
 
+/* Built-in choice when no tuning entry exists, from the first H200 tuning run (gemm/NOTES.md,
+ * run 1, 2026-12-02): the 64x128 config (4) won every square class up to 1024 (<= 64 tiles of
+ * 128x128, i.e. under one per SM), the 128x256 config with 8x16 per thread (2) every class from
+ * 2048; split-K only paid where 128x128 tiles cover under a quarter of the SMs and K >= 1024
+ * (512^3: 16 tiles; rung 11 1.5x rung 10 there, while at 1024^3 config 4 beat it). */
+static void builtin_choice(const tinfer_sgemm_args *a, int *rung, int *config, int *splits) {
+    const int64_t sms = tinfer_sgemm_sm_count();
+    const int64_t tiles = (int64_t)((a->M + 127) / 128) * ((a->N + 127) / 128);
+    *splits = 1;
+    if (tiles * 4 < sms && a->K >= 1024) {
+        *rung = TINFER_SGEMM_SPLITK; *config = 4; *splits = 0;
+    } else if (tiles < sms) {
+        *rung = TINFER_SGEMM_PIPELINED; *config = 4;
+    } else {
+        *rung = TINFER_SGEMM_PIPELINED; *config = 2;
+    }
+}
+
+static void choose(const tinfer_sgemm_args *a, int *rung, int *config, int *splits) {
+    if (tinfer_sgemm_tune_lookup(0, a, rung, config, splits)) return;
+    builtin_choice(a, rung, config, splits);
+}
+
 extern "C" tinfer_status tinfer_sgemm(int rung, int trans_b, int64_t M, int64_t N, int64_t K,
                                       float alpha, const float *A, int64_t lda, const float *B,
                                       int64_t ldb, float beta, float *C, int64_t ldc,
@@ -131,32 +154,15 @@ extern "C" tinfer_status tinfer_sgemm(int rung, int trans_b, int64_t M, int64_t 
     if (st != TINFER_OK) return st;
     tinfer_sgemm_args a;
     fill_args(&a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    /* Rung 10 called directly: config 0; rung 11: config 0 with automatic splits. */
-    return run_rung(rung, rung == TINFER_SGEMM_AUTOTUNED ? -1 : 0, rung == TINFER_SGEMM_SPLITK ? 0 : 1,
-                    &a, stream, err);
-}
-
-/* Built-in choice when no tuning entry exists. Thresholds in units of the SM count:
- * split-K when 128x128 tiles cover less than half the SMs and K >= 1024 (each of >= 4 slices
- * still 256 deep); the 64x128 config when tiles cover less than 2 waves of 2 blocks/SM.
- * Starting values from the articles' reasoning (cuBLAS switches to split-K where tiles cannot
- * fill the SMs); gemm/NOTES.md records the measurements that keep or move them. */
-static void builtin_choice(const tinfer_sgemm_args *a, int *rung, int *config, int *splits) {
-    const int64_t sms = tinfer_sgemm_sm_count();
-    const int64_t tiles = (int64_t)((a->M + 127) / 128) * ((a->N + 127) / 128);
-    *splits = 1;
-    if (tiles * 2 < sms && a->K >= 1024) {
-        *rung = TINFER_SGEMM_SPLITK; *config = 0; *splits = 0;
-    } else if (tiles < 2 * sms) {
-        *rung = TINFER_SGEMM_PIPELINED; *config = 4;
-    } else {
-        *rung = TINFER_SGEMM_PIPELINED; *config = 0;
+    /* Rung 8: its tuned tile (or config 0). Rungs 10 and 11 called directly: the built-in
+     * tile choice for the shape (never split for 10; automatic slice count for 11). */
+    int config = rung == TINFER_SGEMM_AUTOTUNED ? -1 : 0, splits = 1;
+    if (rung == TINFER_SGEMM_PIPELINED || rung == TINFER_SGEMM_SPLITK) {
+        int r;
+        builtin_choice(&a, &r, &config, &splits);
+        splits = rung == TINFER_SGEMM_SPLITK ? 0 : 1;
     }
-}
-
-static void choose(const tinfer_sgemm_args *a, int *rung, int *config, int *splits) {
-    if (tinfer_sgemm_tune_lookup(0, a, rung, config, splits)) return;
-    builtin_choice(a, rung, config, splits);
+    return run_rung(rung, config, splits, &a, stream, err);
 }
 
 extern "C" tinfer_status tinfer_sgemm_auto(int trans_b, int64_t M, int64_t N, int64_t K,
