@@ -76,9 +76,15 @@ typedef enum tinfer_gemm_bf16_path {
     TINFER_GEMM_BF16_PATH_GEMM = 2,
 } tinfer_gemm_bf16_path;
 
-/* M at or below which AUTO takes the decode GEMV path. Chosen from the sweep in
- * gemm/NOTES.md ("BF16: dispatch threshold"). */
+/* AUTO takes the decode GEMV path when M <= TINFER_GEMM_BF16_GEMV_MAX_M, or when the weight is
+ * small (N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_BYTES) and M <= TINFER_GEMM_BF16_SMALL_W_MAX_M:
+ * a small weight re-read once per 16 tokens costs less than the GEMM's fixed latency. Chosen from
+ * the sweep in gemm/NOTES.md ("BF16: dispatch threshold", H200, 2026-12-02): at M = 32 the GEMV
+ * beat the wgmma kernel on every SmolLM2 shape but the 56 MB LM head, and lost on Llama-3-8B;
+ * at M = 64 it still won on the SmolLM2 shapes up to 3.5 MB. */
 #define TINFER_GEMM_BF16_GEMV_MAX_M 16
+#define TINFER_GEMM_BF16_SMALL_W_MAX_M 64
+#define TINFER_GEMM_BF16_SMALL_W_BYTES ((int64_t)8 << 20)
 
 /* Runs one decode rung. Any M >= 1 (rungs 02-05 take up to 16 tokens per pass over W). */
 tinfer_status tinfer_gemv_bf16(tinfer_gemv_bf16_kernel kernel, const tinfer_gemm_bf16_args *a,

@@ -38,7 +38,7 @@ static __device__ __forceinline__ void mma_16816(float c[4], uint32_t a0, uint32
 
 static __device__ __forceinline__ void cp_async16(void *dst, const void *src, uint32_t bytes) {
 #if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)),
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)),
                  "l"(src), "r"(bytes)
                  : "memory");
 #endif
@@ -92,24 +92,7 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
     const uint4 z = make_uint4(0, 0, 0, 0);
     const int q = (4 * warp + t) ^ (g & 7); /* rows g, g+8, 16+g, 24+g share (row & 7) = g & 7 */
 
-    /* X for stage kt is loaded one stage ahead, so its L2 latency overlaps the previous stage's
-     * math instead of sitting in front of every stage's mma (M = 2..16 ran 10-25% slower than
-     * M = 1 with the load in line, second H200 run). */
-    uint4 xn[NT];
-    {
-        const int64_t k = warp * 32 + t * 8;
-        xn[0] = x0ok && k < a.K ? __ldg((const uint4 *)(x0 + k)) : z;
-        if (NT == 2) xn[NT - 1] = x1ok && k < a.K ? __ldg((const uint4 *)(x1 + k)) : z;
-    }
     for (int64_t kt = 0; kt < nkt; kt++) {
-        uint4 xb[NT];
-#pragma unroll
-        for (int n = 0; n < NT; n++) xb[n] = xn[n];
-        {
-            const int64_t k = (kt + 1) * G05_KT + warp * 32 + t * 8;
-            xn[0] = x0ok && k < a.K ? __ldg((const uint4 *)(x0 + k)) : z;
-            if (NT == 2) xn[NT - 1] = x1ok && k < a.K ? __ldg((const uint4 *)(x1 + k)) : z;
-        }
         cp_async_wait<G05_STAGES - 2>();
         __syncthreads(); /* stage kt landed for everyone; stage kt-1 is free to refill */
         {
@@ -118,8 +101,12 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
             cp_async_commit();
         }
         const int st = (int)(kt % G05_STAGES);
+        const int64_t k = kt * G05_KT + warp * 32 + t * 8;
         const uint4 *sb = &g05_stage[st * RW * 32];
         const uint4 w0 = sb[g * 32 + q], w1 = sb[(g + 8) * 32 + q];
+        uint4 xb[NT];
+        xb[0] = x0ok && k < a.K ? __ldg((const uint4 *)(x0 + k)) : z;
+        if (NT == 2) xb[NT - 1] = x1ok && k < a.K ? __ldg((const uint4 *)(x1 + k)) : z;
         /* Fragments as in rung 04: .x/.y words feed the first k16 mma, .z/.w the second. */
 #pragma unroll
         for (int n = 0; n < NT; n++) {

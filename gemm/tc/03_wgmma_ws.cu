@@ -173,6 +173,14 @@ static __global__ void __launch_bounds__(384, 1)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int c = wg - 1, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
         const int64_t nout = a.swiglu ? F : a.N;
+        /* The epilogue's parameters in registers: the general path below read them through a
+         * reference to the kernel's parameter struct, which measured ~0.7 us per output row on
+         * the critical warp (third H200 run, gemm/NOTES.md). */
+        const uint16_t *const e_bias = a.bias;
+        const void *const e_R = a.R;
+        void *const e_Y = a.Y;
+        const int64_t e_ldy = a.ldy, e_ldr = a.ldr, e_M = a.M;
+        const bool e_sw = a.swiglu != 0, e_f32 = a.y_dtype == TINFER_DTYPE_F32;
         float d[128];
         uint32_t it = 0;
         for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -239,10 +247,26 @@ static __global__ void __launch_bounds__(384, 1)
                         }
                     __syncwarp();
                     const int64_t j = jbase + pc * 32 + lane;
-#pragma unroll 1
-                    for (int r = 0; r < 16; r++) {
-                        const int64_t m = rbase + r;
-                        if (m < a.M && j < nout) tinfer_bf16_epi_store(a, m, j, scr[0][r][lane], a.swiglu ? scr[1][r][lane] : 0.f);
+                    if (j < nout) {
+                        const float bg = e_bias ? tinfer_bf16f(e_bias[j]) : 0.f;
+                        const float bu = e_bias && e_sw ? tinfer_bf16f(e_bias[F + j]) : 0.f;
+#pragma unroll 4
+                        for (int r = 0; r < 16; r++) {
+                            const int64_t m = rbase + r;
+                            if (m >= e_M) break;
+                            float v = scr[0][r][lane] + bg;
+                            if (e_sw) {
+                                const float u = scr[1][r][lane] + bu;
+                                v = v / (1.0f + __expf(-v)) * u;
+                            }
+                            if (e_f32) {
+                                if (e_R) v += ((const float *)e_R)[m * e_ldr + j];
+                                ((float *)e_Y)[m * e_ldy + j] = v;
+                            } else {
+                                if (e_R) v += tinfer_bf16f(((const uint16_t *)e_R)[m * e_ldr + j]);
+                                ((uint16_t *)e_Y)[m * e_ldy + j] = tinfer_f2bf16(v);
+                            }
+                        }
                     }
                     __syncwarp();
                 }
@@ -271,8 +295,8 @@ static PFN_cuTensorMapEncodeTiled_v12000 ws_encode_fn(void) {
     return fn;
 }
 
-static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
-                                 const char *what, tinfer_err *err) {
+static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
+                                   const char *what, tinfer_err *err) {
     PFN_cuTensorMapEncodeTiled_v12000 enc = ws_encode_fn();
     if (!enc) return tinfer_err_set(err, TINFER_ERR_CUDA, "gemm_bf16 wgmma: cuTensorMapEncodeTiled not available");
     const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
@@ -287,15 +311,59 @@ static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t
     return TINFER_OK;
 }
 
+/* A map depends only on (address, rows, K, ld), so a small per-thread cache of encoded maps is
+ * always valid (a reused address with the same shape encodes to the same map) and keeps the
+ * host cost of a launch to a lookup: each decode step calls the same few weights again. */
+#define WS_MAP_CACHE 16
+typedef struct ws_map_entry {
+    const void *p;
+    int64_t rows, K, ld;
+    CUtensorMap map;
+} ws_map_entry;
+static thread_local ws_map_entry ws_cache[WS_MAP_CACHE];
+static thread_local int ws_cache_next = 0;
+
+static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
+                                 const char *what, tinfer_err *err) {
+    for (int i = 0; i < WS_MAP_CACHE; i++) {
+        const ws_map_entry &e = ws_cache[i];
+        if (e.p == base && e.rows == rows && e.K == K && e.ld == ld) {
+            *map = e.map;
+            return TINFER_OK;
+        }
+    }
+    tinfer_status st = ws_encode_map(map, base, rows, K, ld, what, err);
+    if (st != TINFER_OK) return st;
+    ws_map_entry &e = ws_cache[ws_cache_next];
+    ws_cache_next = (ws_cache_next + 1) % WS_MAP_CACHE;
+    e.p = base;
+    e.rows = rows;
+    e.K = K;
+    e.ld = ld;
+    e.map = *map;
+    return TINFER_OK;
+}
+
 tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     int dev = 0, major = 0, n_sm = 0;
     CUtensorMap mx, mw;
     static int smem_set_for = -1;
+    /* per-device (compute capability major, SM count), read once: 16 devices per host at most */
+    static int dev_major[16], dev_sms[16];
     const bool plain = !a->bias && !a->R && !a->swiglu;
     TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
-    TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
+    if (dev < 0 || dev >= 16 || !dev_sms[dev]) {
+        TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
+        if (dev >= 0 && dev < 16) {
+            dev_major[dev] = major;
+            dev_sms[dev] = n_sm;
+        }
+    } else {
+        major = dev_major[dev];
+        n_sm = dev_sms[dev];
+    }
     if (major != 9)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90 (device %d is sm_%d*)", dev, major);
     if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)

@@ -3,8 +3,9 @@
  * entry (tinfer_gemm_bf16_tc) and the one call the runtime makes (tinfer_gemm_bf16), which
  * picks the decode GEMV or the prefill GEMM from the shape.
  *
- * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M -> decode rung 05 (split-K mma GEMV, cp.async fed); otherwise the
- * wgmma kernel on sm_90, the WMMA kernel elsewhere. The threshold comes from the sweep recorded
+ * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M, or M <= TINFER_GEMM_BF16_SMALL_W_MAX_M with a weight of
+ * at most TINFER_GEMM_BF16_SMALL_W_BYTES (bf16.h) -> decode rung 05 (split-K mma GEMV fed by
+ * cp.async); otherwise the wgmma kernel on sm_90, the WMMA kernel elsewhere. The threshold comes from the sweep recorded
  * in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=gemv|gemm forces
  * the path for AUTO calls; an explicit path argument overrides both.
  */
@@ -86,12 +87,13 @@ static bool device_is_sm90(void) {
 }
 
 extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K) {
-    (void)N;
-    (void)K;
     const int f = gemm_force();
     if (f == 1) return TINFER_GEMM_BF16_PATH_GEMV;
     if (f == 2) return TINFER_GEMM_BF16_PATH_GEMM;
-    return M <= TINFER_GEMM_BF16_GEMV_MAX_M ? TINFER_GEMM_BF16_PATH_GEMV : TINFER_GEMM_BF16_PATH_GEMM;
+    if (M <= TINFER_GEMM_BF16_GEMV_MAX_M) return TINFER_GEMM_BF16_PATH_GEMV;
+    if (M <= TINFER_GEMM_BF16_SMALL_W_MAX_M && N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_BYTES)
+        return TINFER_GEMM_BF16_PATH_GEMV;
+    return TINFER_GEMM_BF16_PATH_GEMM;
 }
 
 extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer_gemm_bf16_path path,
