@@ -19,7 +19,7 @@
  *   alignment rule. Kernels never read or write outside the [M, N'] box of Y/R.
  *
  * Families (each file's header gives its algorithm and measured result):
- *   decode GEMV  gemm/decode/0{1..5}_*.cu  — M = 1..16 per pass (larger M loops over passes)
+ *   decode GEMV  gemm/decode/0{1..5}_*.cu (06 lives in 05's file)  — M = 1..16 per pass (larger M loops over passes)
  *   prefill      gemm/tc/01_wmma.cu, gemm/tc/03_wgmma_ws.cu (sm_90a only)
  *   dispatch     gemm/tc/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K).
  * Every call is asynchronous on the given stream (never the default stream unless passed),
@@ -60,6 +60,7 @@ typedef enum tinfer_gemv_bf16_kernel {
     TINFER_GEMV_BF16_VECTOR = 3,         /* 03: 16-byte loads, several in flight, M per read */
     TINFER_GEMV_BF16_SPLIT_K = 4,        /* 04: warps split K, mma.sync shares W across M */
     TINFER_GEMV_BF16_CP_ASYNC = 5,       /* 05: 04 fed by a cp.async shared-memory pipeline */
+    TINFER_GEMV_BF16_CLUSTER = 6,        /* 06: 05 with K split over a 2-block cluster (sm_90) */
 } tinfer_gemv_bf16_kernel;
 
 /* Prefill tensor-core rungs (gemm/tc/). */

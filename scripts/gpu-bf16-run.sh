@@ -49,6 +49,8 @@ echo "== square (wgmma vs cuBLAS) =="
 grep '^square' "$OUT/bench.log" | grep -E 'wgmma|wmma' | awk '{printf "M=N=K=%-5s %-10s %9s us %6s TF/s %7s of cuBLAS\n",$3,$6,$7,$9,$13}'
 echo "== decode M=1..16 (auto) on Llama-3-8B =="
 grep '^model' "$OUT/bench.log" | grep llama | grep ' auto ' | awk '$3<=16 {printf "%-13s M=%-3s %8s us %6s GB/s %7s of copy %7s of cuBLAS\n",$2,$3,$7,$11,$15,$13}'
+echo "== decode rungs 05 / 06 vs cuBLAS, M = 1 and 8 (Llama-3-8B) =="
+grep '^model' "$OUT/bench.log" | grep llama | grep -E 'gemv05|gemv06|cublas' | awk '$3==1 || $3==8 {printf "%-13s M=%-3s %-15s %8s us %6s GB/s %7s of copy\n",$2,$3,$6,$7,$11,$15}'
 echo "== SmolLM2 (auto vs cuBLAS, us) =="
 grep '^model' "$OUT/bench.log" | grep smol | grep ' auto ' | awk '{printf "%-12s M=%-5s %8s us %7s of cuBLAS\n",$2,$3,$7,$13}'
 echo "== mismatches =="

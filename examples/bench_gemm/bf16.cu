@@ -118,6 +118,7 @@ static const char *kname(int k) {
     case 3: return "gemv03_vector";
     case 4: return "gemv04_splitk";
     case 5: return "gemv05_cpasync";
+    case 6: return "gemv06_cluster";
     case 11: return "wmma";
     case 13: return "wgmma_ws";
     case 20: return "auto";
@@ -169,7 +170,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             if (k == 22) { a.R = y; a.ldr = N; }              /* residual added in place */
             tinfer_err err;
             tinfer_status st;
-            if (k >= 1 && k <= 5) st = tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)k, &a, g_s, &err);
+            if (k >= 1 && k <= 6) st = tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)k, &a, g_s, &err);
             else if (k == 11) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WMMA, &a, g_s, &err);
             else if (k == 13) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_WS, &a, g_s, &err);
             else st = tinfer_gemm_bf16(&a, TINFER_GEMM_BF16_PATH_AUTO, g_s, &err);
@@ -312,7 +313,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         const struct { const char *n; int64_t N, K; } ls[] = {
             {"llama_qkv", 6144, 4096}, {"llama_down", 4096, 14336}, {"smol_lmhead", 49152, 576}, {"smol_o", 576, 576}};
         for (const auto &s : ls)
-            for (int64_t M : {1, 8}) bench_shape(rs, "ladder", s.n, M, s.N, s.K, {0, 1, 2, 3, 4, 5});
+            for (int64_t M : {1, 8}) bench_shape(rs, "ladder", s.n, M, s.N, s.K, {0, 1, 2, 3, 4, 5, 6});
     }
     if (all || !strcmp(set, "square")) {
         for (int64_t n : {1024, 2048, 4096, 8192}) {
@@ -330,6 +331,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 if (g_quick && M != 1 && M != 16 && M != 512) continue;
                 std::vector<int> ks = {0, 20};
                 if (M <= 64) ks.push_back(5); /* threshold sweep: GEMV vs GEMM around 16 */
+                if (M <= 16) ks.push_back(6);
                 ks.push_back(13);
                 if (strstr(s.n, "gateup")) ks.push_back(21);
                 if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);

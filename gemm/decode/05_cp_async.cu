@@ -15,12 +15,20 @@
  * each weight read. Shared layout: granule q of row r sits at q ^ (r & 7) (XOR within 128 B),
  * which makes those 16-byte reads conflict-free (8 rows hit 8 different bank groups).
  * The 8 warps' partial sums meet in shared memory; one thread per output runs the epilogue.
+ * Rung 06 (same kernel, KS = 2; TINFER_GEMV_BF16_CLUSTER): a cluster of two blocks splits the
+ * K tiles of the same 16 columns, so N = 4096 gives 512 blocks instead of 256 (a better spread
+ * over 132 SMs than 2 vs 1 blocks per SM); block 1's partials reach block 0 through distributed
+ * shared memory (cluster.map_shared_rank), no workspace, no atomics. sm_90 only.
  * Constraints: K % 8 == 0, 16-byte aligned rows (bf16.h). Tokens: passes of 16 (grid.y).
  * Measured: see gemm/NOTES.md ("BF16 decode ladder").
  */
 #include "gemm/cuda/cuda_check.h"
+
+#include <string.h>
 #include "gemm/decode/gemv_bf16_internal.h"
 #include "gemm/tc/bf16_epi.cuh"
+
+#include <cooperative_groups.h>
 
 #define G05_WARPS 8
 #define G05_KT 256
@@ -54,7 +62,9 @@ template <int N> static __device__ __forceinline__ void cp_async_wait(void) {
 #endif
 }
 
-template <int NT, bool SWI>
+/* KS = 1: rung 05. KS = 2: rung 06, a cluster of 2 blocks (grid z) splits the K tiles of the same
+ * 16 columns and block 1 hands its partial sums to block 0 through distributed shared memory. */
+template <int NT, bool SWI, int KS>
 static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_gemm_bf16_args a) {
     constexpr int RW = SWI ? 32 : 16; /* weight rows per block */
     extern __shared__ uint4 g05_stage[]; /* [G05_STAGES][RW][32] granules of 16 B */
@@ -62,13 +72,16 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int64_t nout = tinfer_gemm_bf16_nout(a);
     const int64_t j0 = (int64_t)blockIdx.x * 16, m0 = (int64_t)blockIdx.y * 16, F = a.N / 2;
-    const int64_t nkt = (a.K + G05_KT - 1) / G05_KT;
+    const int64_t nkt_all = (a.K + G05_KT - 1) / G05_KT;
+    const int rank = KS > 1 ? (int)blockIdx.z : 0;
+    const int64_t per = (nkt_all + KS - 1) / KS, kt0 = rank * per;
+    const int64_t nkt = kt0 + per < nkt_all ? per : (nkt_all > kt0 ? nkt_all - kt0 : 0); /* this block's tiles */
 
     auto load_stage = [&](int st, int64_t kt) {
 #pragma unroll
         for (int i = 0; i < RW * 32 / (G05_WARPS * 32); i++) {
             const int idx = threadIdx.x + i * G05_WARPS * 32, r = idx / 32, q = idx % 32;
-            const int64_t col = j0 + (r % 16), k = kt * G05_KT + q * 8;
+            const int64_t col = j0 + (r % 16), k = (kt0 + kt) * G05_KT + q * 8;
             const int64_t wrow = r < 16 ? col : F + col;
             const bool ok = col < nout && k < a.K;
             cp_async16(&g05_stage[(st * RW + r) * 32 + (q ^ (r & 7))], ok ? (const void *)(a.W + wrow * a.ldw + k) : (const void *)a.W,
@@ -101,7 +114,7 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
             cp_async_commit();
         }
         const int st = (int)(kt % G05_STAGES);
-        const int64_t k = kt * G05_KT + warp * 32 + t * 8;
+        const int64_t k = (kt0 + kt) * G05_KT + warp * 32 + t * 8;
         const uint4 *sb = &g05_stage[st * RW * 32];
         const uint4 w0 = sb[g * 32 + q], w1 = sb[(g + 8) * 32 + q];
         uint4 xb[NT];
@@ -131,21 +144,39 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
             red[warp][0][row][tok] = cg[n][i];
             if (SWI) red[warp][SWI ? 1 : 0][row][tok] = cu[n][i];
         }
-    __syncthreads();
     const int row = threadIdx.x % 16, tok = threadIdx.x / 16;
-    if (tok >= 8 * NT) return;
     const int64_t m = m0 + tok, j = j0 + row;
-    if (m >= a.M || j >= nout) return;
-    float sg = 0.f, su = 0.f;
+    const bool out_ok = tok < 8 * NT && m < a.M && j < nout;
+    if (KS == 1) {
+        __syncthreads();
+        if (!out_ok) return;
+        float sg = 0.f, su = 0.f;
 #pragma unroll
-    for (int w = 0; w < G05_WARPS; w++) {
-        sg += red[w][0][row][tok];
-        if (SWI) su += red[w][SWI ? 1 : 0][row][tok];
+        for (int w = 0; w < G05_WARPS; w++) {
+            sg += red[w][0][row][tok];
+            if (SWI) su += red[w][SWI ? 1 : 0][row][tok];
+        }
+        tinfer_bf16_epi_store(a, m, j, sg, su);
+    } else {
+        namespace cg = cooperative_groups;
+        cg::cluster_group cl = cg::this_cluster();
+        cl.sync(); /* both blocks' partials written (cluster barrier: release/acquire) */
+        if (rank == 0 && out_ok) {
+            const float *rr = cl.map_shared_rank(&red[0][0][0][0], 1);
+            const int plane = 16 * 16, nz = SWI ? 2 : 1;
+            float sg = 0.f, su = 0.f;
+#pragma unroll
+            for (int w = 0; w < G05_WARPS; w++) {
+                sg += red[w][0][row][tok] + rr[(w * nz + 0) * plane + row * 16 + tok];
+                if (SWI) su += red[w][SWI ? 1 : 0][row][tok] + rr[(w * nz + (SWI ? 1 : 0)) * plane + row * 16 + tok];
+            }
+            tinfer_bf16_epi_store(a, m, j, sg, su);
+        }
+        cl.sync(); /* block 1's shared memory stays alive until block 0 has read it */
     }
-    tinfer_bf16_epi_store(a, m, j, sg, su);
 }
 
-template <int NT, bool SWI>
+template <int NT, bool SWI, int KS>
 static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     const int64_t nout = tinfer_gemm_bf16_nout(*a);
@@ -158,12 +189,29 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
                               (long long)a->M, (long long)a->N);
     TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
     if (attr_dev != dev) { /* > 48 KB of dynamic shared memory must be asked for once per device */
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv05_kernel<NT, SWI>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv05_kernel<NT, SWI, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         attr_dev = dev;
     }
     {
-        dim3 grid((unsigned)((nout + 15) / 16), (unsigned)passes);
-        gemv05_kernel<NT, SWI><<<grid, G05_WARPS * 32, smem, s>>>(*a);
+        dim3 grid((unsigned)((nout + 15) / 16), (unsigned)passes, KS);
+        if (KS == 1) {
+            gemv05_kernel<NT, SWI, KS><<<grid, G05_WARPS * 32, smem, s>>>(*a);
+        } else {
+            cudaLaunchConfig_t cfg;
+            cudaLaunchAttribute attr[1];
+            memset(&cfg, 0, sizeof cfg);
+            cfg.gridDim = grid;
+            cfg.blockDim = dim3(G05_WARPS * 32);
+            cfg.dynamicSmemBytes = smem;
+            cfg.stream = s;
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = 1;
+            attr[0].val.clusterDim.y = 1;
+            attr[0].val.clusterDim.z = KS;
+            cfg.attrs = attr;
+            cfg.numAttrs = 1;
+            TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv05_kernel<NT, SWI, KS>, *a));
+        }
         TINFER_CUDA_LAUNCH_CHECK(err, "gemv05_kernel");
     }
 cleanup:
@@ -172,6 +220,19 @@ cleanup:
 
 tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
     const bool one_tile = a->M <= 8;
-    if (a->swiglu) return one_tile ? gemv05_launch<1, true>(a, s, err) : gemv05_launch<2, true>(a, s, err);
-    return one_tile ? gemv05_launch<1, false>(a, s, err) : gemv05_launch<2, false>(a, s, err);
+    if (a->swiglu) return one_tile ? gemv05_launch<1, true, 1>(a, s, err) : gemv05_launch<2, true, 1>(a, s, err);
+    return one_tile ? gemv05_launch<1, false, 1>(a, s, err) : gemv05_launch<2, false, 1>(a, s, err);
+}
+
+tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return tinfer_err_set(err, TINFER_ERR_CUDA, "gemv_bf16 06: cannot query the device");
+    }
+    if (major < 9)
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", major);
+    const bool one_tile = a->M <= 8;
+    if (a->swiglu) return one_tile ? gemv05_launch<1, true, 2>(a, s, err) : gemv05_launch<2, true, 2>(a, s, err);
+    return one_tile ? gemv05_launch<1, false, 2>(a, s, err) : gemv05_launch<2, false, 2>(a, s, err);
 }

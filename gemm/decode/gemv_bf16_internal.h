@@ -20,5 +20,7 @@ tinfer_status tinfer_gemv_bf16_split_k(const tinfer_gemm_bf16_args *a, cudaStrea
                                        tinfer_err *err);
 tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStream_t s,
                                         tinfer_err *err);
+tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStream_t s,
+                                       tinfer_err *err);
 
 #endif

@@ -347,7 +347,7 @@ int main(int argc, char **argv) {
     self_test_compare();
     bad_args();
 
-    const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"}, {'v', 5, "gemv05"}};
+    const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"}, {'v', 5, "gemv05"}, {'v', 6, "gemv06"}};
     const runner gemm_all[] = {{'t', 1, "wmma"}, {'t', 3, "wgmma"}};
     const runner paths[] = {{'d', TINFER_GEMM_BF16_PATH_GEMV, "path=gemv"}, {'d', TINFER_GEMM_BF16_PATH_GEMM, "path=gemm"}};
     const tinfer_dtype BF = TINFER_DTYPE_BF16, F = TINFER_DTYPE_F32;
@@ -355,8 +355,8 @@ int main(int argc, char **argv) {
     /* decode: M = 1..16 on a ragged N, odd K; then epilogue variants */
     for (int64_t M = 1; M <= 16; M++) {
         if (quick && M != 1 && M != 9) continue;
-        run_case({M, 100, 72, F, 0, 0, 0}, gemv_all, 5, s);
-        if (!quick) run_case({M, 1000, 576, BF, 1, 0, 0}, gemv_all, 5, s);
+        run_case({M, 100, 72, F, 0, 0, 0}, gemv_all, 6, s);
+        if (!quick) run_case({M, 1000, 576, BF, 1, 0, 0}, gemv_all, 6, s);
     }
     const test_case dcases[] = {
         {1, 8, 8, F, 0, 0, 0},          {17, 33, 40, F, 0, 0, 0},       {5, 576, 1536, BF, 0, 1, 0},
@@ -365,7 +365,7 @@ int main(int argc, char **argv) {
     };
     for (const auto &c : dcases) {
         if (quick && c.K > 1536) continue;
-        run_case(c, gemv_all, 5, s);
+        run_case(c, gemv_all, 6, s);
     }
     /* prefill: ragged, tile-exact, epilogues, large M (sampled rows) */
     const test_case pcases[] = {
