@@ -87,6 +87,16 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMM_BF16_SMALL_W_MAX_M 64
 #define TINFER_GEMM_BF16_SMALL_W_BYTES ((int64_t)8 << 20)
 
+/* Which decode rung the GEMV path runs (same sweep, fourth H200 run): rung 06 (2-block cluster
+ * split-K) for long rows, K >= TINFER_GEMV_BF16_CLUSTER_MIN_K (Llama-3-8B down, K = 14336:
+ * 32.2 vs 35.0 us at M = 1, 36.3 vs 43.2 at M = 8; it lost at K = 4096); rung 04 (register-fed)
+ * for short, many rows, K <= TINFER_GEMV_BF16_SHORT_K and N >= TINFER_GEMV_BF16_WIDE_N
+ * (SmolLM2 LM head 49152 x 576: 18.6 vs 26.1 us at M = 1: 05's 256-wide K tiles leave a 576
+ * row only three, mostly empty pipeline stages); rung 05 everywhere else. */
+#define TINFER_GEMV_BF16_CLUSTER_MIN_K 8192
+#define TINFER_GEMV_BF16_SHORT_K 1024
+#define TINFER_GEMV_BF16_WIDE_N 16384
+
 /* Runs one decode rung. Any M >= 1 (rungs 02-05 take up to 16 tokens per pass over W). */
 tinfer_status tinfer_gemv_bf16(tinfer_gemv_bf16_kernel kernel, const tinfer_gemm_bf16_args *a,
                                cudaStream_t stream, tinfer_err *err);

@@ -20,7 +20,13 @@
  * over 132 SMs than 2 vs 1 blocks per SM); block 1's partials reach block 0 through distributed
  * shared memory (cluster.map_shared_rank), no workspace, no atomics. sm_90 only.
  * Constraints: K % 8 == 0, 16-byte aligned rows (bf16.h). Tokens: passes of 16 (grid.y).
- * Measured: see gemm/NOTES.md ("BF16 decode ladder").
+ * Measured (H200, 2026-12-02, run 4; % of the 4248 GB/s device-to-device copy): M=1: QKV
+ * 6144x4096 16.8 us (71%, cuBLAS 17.0), gate/up 28672x4096 61.3 us (90.3%, cuBLAS 61.6), down
+ * 4096x14336 35.0 us (79%); M=8: 19.2 / 77.5 / 43.2 us (+14% / +26% / +24% over M=1).
+ * Rung 06: down 32.2 us at M=1 (86.0%, cuBLAS 31.7), 36.3 us at M=8; it loses at K = 4096
+ * (QKV 22.9, gate/up 76.3 us), so dispatch takes it only for K >= 8192.
+ * Tried and reverted (run 3): prefetching X one stage ahead plus the .L2::256B hint made
+ * down 45.6 us (+31%); which of the two did it was not separated.
  */
 #include "gemm/cuda/cuda_check.h"
 

@@ -4,8 +4,9 @@
  * picks the decode GEMV or the prefill GEMM from the shape.
  *
  * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M, or M <= TINFER_GEMM_BF16_SMALL_W_MAX_M with a weight of
- * at most TINFER_GEMM_BF16_SMALL_W_BYTES (bf16.h) -> decode rung 05 (split-K mma GEMV fed by
- * cp.async); otherwise the wgmma kernel on sm_90, the WMMA kernel elsewhere. The threshold comes from the sweep recorded
+ * at most TINFER_GEMM_BF16_SMALL_W_BYTES (bf16.h) -> the decode GEMV (rung 05, split-K mma fed by
+ * cp.async; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 04 for short wide weights);
+ * otherwise the wgmma kernel on sm_90, the WMMA kernel elsewhere. The threshold comes from the sweep recorded
  * in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=gemv|gemm forces
  * the path for AUTO calls; an explicit path argument overrides both.
  */
@@ -101,7 +102,12 @@ extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer
     tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
     if (st != TINFER_OK) return st;
     if (path == TINFER_GEMM_BF16_PATH_AUTO) path = tinfer_gemm_bf16_choose(a->M, a->N, a->K);
-    if (path == TINFER_GEMM_BF16_PATH_GEMV) return tinfer_gemv_bf16(TINFER_GEMV_BF16_CP_ASYNC, a, stream, err);
+    if (path == TINFER_GEMM_BF16_PATH_GEMV) {
+        tinfer_gemv_bf16_kernel k = TINFER_GEMV_BF16_CP_ASYNC;
+        if (a->K >= TINFER_GEMV_BF16_CLUSTER_MIN_K && device_is_sm90()) k = TINFER_GEMV_BF16_CLUSTER;
+        else if (a->K <= TINFER_GEMV_BF16_SHORT_K && a->N >= TINFER_GEMV_BF16_WIDE_N) k = TINFER_GEMV_BF16_SPLIT_K;
+        return tinfer_gemv_bf16(k, a, stream, err);
+    }
     if (path != TINFER_GEMM_BF16_PATH_GEMM)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown path %d", (int)path);
     return tinfer_gemm_bf16_tc(device_is_sm90() ? TINFER_GEMM_BF16_WGMMA_WS : TINFER_GEMM_BF16_WMMA, a, stream, err);

@@ -380,9 +380,11 @@ int main(int argc, char **argv) {
     }
     /* dispatcher: both paths on the same inputs */
     const test_case dpc[] = {{1, 960, 576, BF, 0, 0, 0}, {8, 2 * 1536, 576, BF, 1, 0, 1}, {16, 576, 1536, BF, 0, 1, 0},
-                             {17, 576, 576, F, 0, 0, 0}, {64, 1000, 264, BF, 1, 1, 0}};
+                             {17, 576, 576, F, 0, 0, 0}, {64, 1000, 264, BF, 1, 1, 0},
+                             /* the GEMV path's rung choice: 06 for K >= 8192, 04 for short wide W */
+                             {4, 256, 8192, BF, 0, 1, 0}, {2, 16400, 576, BF, 1, 0, 0}};
     for (const auto &c : dpc) {
-        if (quick && c.M > 8) continue;
+        if (quick && (c.M > 8 || c.N * c.K > 2000000)) continue;
         run_case(c, paths, 2, s);
     }
     CK(cudaStreamDestroy(s));
