@@ -218,6 +218,8 @@ static const tinfer_sgemm_cfg k_r10_cfgs[] = {
     R10_CFG(128, 256, 16, 2, 4, 2, 4, 3, 1), /* 6: config 2 with half the barriers */
     R10_CFG(256, 128, 16, 4, 2, 2, 4, 3, 1), /* 7: config 3 with half the barriers */
     R10_CFG(128, 256, 8, 2, 4, 2, 4, 4, 1),  /* 8: config 2, one more stage in flight */
+    R10_CFG(128, 128, 8, 2, 2, 2, 4, 4, 2),  /* 9: 8x16/thread in 4-warp blocks, 2 blocks/SM */
+    R10_CFG(128, 128, 16, 2, 2, 2, 4, 3, 2), /* 10: config 9 with half the barriers */
 };
 enum { R10_N = (int)(sizeof k_r10_cfgs / sizeof k_r10_cfgs[0]) };
 
@@ -241,6 +243,8 @@ extern "C" tinfer_status tinfer_sgemm_10_pipelined(const tinfer_sgemm_args *a, i
     case 6: return launch_pipe<128, 256, 16, 2, 4, 2, 4, 3, 1>(a, splits, s, err);
     case 7: return launch_pipe<256, 128, 16, 4, 2, 2, 4, 3, 1>(a, splits, s, err);
     case 8: return launch_pipe<128, 256, 8, 2, 4, 2, 4, 4, 1>(a, splits, s, err);
+    case 9: return launch_pipe<128, 128, 8, 2, 2, 2, 4, 4, 2>(a, splits, s, err);
+    case 10: return launch_pipe<128, 128, 16, 2, 2, 2, 4, 3, 2>(a, splits, s, err);
     default:
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "sgemm rung 10: config %d not in 0..%d",
                               config, R10_N - 1);

@@ -30,7 +30,7 @@
 typedef struct tune_entry {
     char gpu[128];
     char cls[48];
-    int family; /* 0: overall winner (auto dispatch), 8: best rung-8 tile */
+    int family; /* 0: overall winner (auto dispatch), 8: best rung-8 tile, 10: best rung-10 tile */
     int rung, config, splits;
     double gflops;
 } tune_entry;
@@ -135,7 +135,7 @@ extern "C" tinfer_status tinfer_sgemm_tune_load(const char *path, tinfer_err *er
                    "%d, \"config\": %d, \"splits\": %d, \"gflops\": %lf}",
                    e->gpu, e->cls, &e->family, &e->rung, &e->config, &e->splits,
                    &e->gflops) != 7 ||
-            (e->family != 0 && e->family != 8) || e->rung < 1 ||
+            (e->family != 0 && e->family != 8 && e->family != 10) || e->rung < 1 ||
             e->rung >= TINFER_SGEMM_N_RUNGS || e->config < 0 || e->splits < 0) {
             st = tinfer_err_set(err, TINFER_ERR_FORMAT, "%s:%d: malformed tuning entry", path,
                                 lineno);
@@ -386,8 +386,8 @@ extern "C" tinfer_status tinfer_sgemm_tune(const int64_t (*shapes)[3], int n_sha
             char cls[48];
             tinfer_sgemm_shape_class(&t.a, cls, sizeof cls);
             const double flop = 2.0 * (double)M * (double)N * (double)K;
-            double best8 = 1e30, best = 1e30;
-            int b8c = 0, br = 10, bc = 0, bs = 1;
+            double best8 = 1e30, best = 1e30, best10 = 1e30;
+            int b8c = 0, br = 10, bc = 0, bs = 1, b10c = 0;
             char why[96];
             for (int c = 0; c < tinfer_sgemm_08_n_configs(); c++) {
                 const tinfer_sgemm_cfg *g = tinfer_sgemm_08_config(c);
@@ -421,10 +421,12 @@ extern "C" tinfer_status tinfer_sgemm_tune(const int64_t (*shapes)[3], int n_sha
                           cls, rung, c, g->bm, g->bn, g->bk, g->wm, g->wn, g->tm, g->tn, g->stages,
                           why, flop / ms / 1e6);
                     if (ms < best) { best = ms; br = rung; bc = c; bs = sk ? 0 : 1; }
+                    if (!sk && ms < best10) { best10 = ms; b10c = c; }
                 }
             }
             put_entry(gpu, cls, 8, 8, b8c, 1, flop / best8 / 1e6);
             put_entry(gpu, cls, 0, br, bc, bs, flop / best / 1e6);
+            if (best10 < 1e30) put_entry(gpu, cls, 10, 10, b10c, 1, flop / best10 / 1e6);
             logf_(log, log_ctx, "tune %s: winner rung %d cfg%d (%.1f GFLOP/s), rung-8 best cfg%d",
                   cls, br, bc, flop / best / 1e6, b8c);
         }

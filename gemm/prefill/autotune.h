@@ -2,6 +2,8 @@
  * autotune.h — the tuning cache of the FP32 ladder (rung 8's tile sizes, and the overall
  * winner used by tinfer_sgemm_auto), searched on the running GPU.
  *
+ * Entries per class: the overall winner (used by tinfer_sgemm_auto), the best rung-8 tile
+ * (used by rung 8) and the best rung-10 tile (used by rungs 10 and 11 called directly).
  * Key: GPU name (cudaDeviceProp.name) + shape class ("nt.m12.n12.k12.v": layout, the log2
  * buckets ceil(log2 M|N|K), v = 16-byte aligned operands or s = not). File: JSON text, one
  * entry per line, at ${XDG_CACHE_HOME:-$HOME/.cache}/tinfer/sgemm-tune.json unless a path is

@@ -154,12 +154,14 @@ extern "C" tinfer_status tinfer_sgemm(int rung, int trans_b, int64_t M, int64_t 
     if (st != TINFER_OK) return st;
     tinfer_sgemm_args a;
     fill_args(&a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    /* Rung 8: its tuned tile (or config 0). Rungs 10 and 11 called directly: the built-in
-     * tile choice for the shape (never split for 10; automatic slice count for 11). */
+    /* Rung 8: its tuned tile (or config 0). Rungs 10 and 11 called directly: the tuned
+     * rung-10 tile, else the built-in choice; never split for 10, automatic slice count
+     * for 11 (one slice where the tiles already fill the SMs). */
     int config = rung == TINFER_SGEMM_AUTOTUNED ? -1 : 0, splits = 1;
     if (rung == TINFER_SGEMM_PIPELINED || rung == TINFER_SGEMM_SPLITK) {
         int r;
-        builtin_choice(&a, &r, &config, &splits);
+        if (!tinfer_sgemm_tune_lookup(10, &a, &r, &config, &splits))
+            builtin_choice(&a, &r, &config, &splits);
         splits = rung == TINFER_SGEMM_SPLITK ? 0 : 1;
     }
     return run_rung(rung, config, splits, &a, stream, err);

@@ -76,7 +76,7 @@ int tinfer_sgemm_sm_count(void);
 
 /* Tuned choice lookup (autotune.cu): fills *rung, *config, *splits for the shape's class and
  * returns 1, or returns 0 when no table is loaded or it has no entry. family = 8 asks for the
- * best rung-8 configuration, family = 0 for the overall winner. */
+ * best rung-8 configuration, 10 for the best rung-10 one, 0 for the overall winner. */
 int tinfer_sgemm_tune_lookup(int family, const tinfer_sgemm_args *a, int *rung, int *config,
                              int *splits);
 /* The shape class key used by the cache, e.g. "nt.m12.n12.k12.v" (log2 buckets, layout,
