@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "test_util.h"
 #include "tinfer.h"
 
 #include <cjson/cJSON.h>
@@ -19,37 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failures = 0;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
 static const char *g_fixture;
 static const char *FILES[] = {"config.json", "generation_config.json", "model.safetensors",
                               "tokenizer.json", "tokenizer_config.json"};
-
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)len + 1);
-    if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[len] = '\0';
-    fclose(f);
-    if (n) *n = (size_t)len;
-    return buf;
-}
 
 static void spit(const char *path, const void *data, size_t n) {
     FILE *f = fopen(path, "wb");
@@ -72,7 +45,7 @@ static const char *fresh_copy(char *dir, size_t cap) {
         size_t n;
         snprintf(src, sizeof src, "%s/%s", g_fixture, FILES[i]);
         snprintf(dst, sizeof dst, "%s/%s", dir, FILES[i]);
-        char *buf = slurp(src, &n);
+        char *buf = test_read_file(src, &n);
         if (!buf) {
             fprintf(stderr, "cannot read %s\n", src);
             exit(1);
@@ -96,7 +69,7 @@ static void remove_copy(const char *dir) {
 static void config_set_int(const char *dir, const char *key, int value) {
     char p[4096];
     snprintf(p, sizeof p, "%s/config.json", dir);
-    char *txt = slurp(p, NULL);
+    char *txt = test_read_file(p, NULL);
     cJSON *root = cJSON_Parse(txt);
     cJSON_DeleteItemFromObject(root, key);
     cJSON_AddNumberToObject(root, key, value);
@@ -113,7 +86,7 @@ static void st_edit(const char *dir, const char *name, const char *rename, const
     char p[4096];
     size_t n;
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
-    unsigned char *buf = (unsigned char *)slurp(p, &n);
+    unsigned char *buf = (unsigned char *)test_read_file(p, &n);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
     char *hdr = malloc(hlen + 1);
@@ -317,7 +290,7 @@ static void test_model_and_batches(const char *generate_bin) {
              "to speak.' >/dev/null 2>'%s'",
              generate_bin, g_fixture, errpath);
     int st = system(cmd);
-    char *err = slurp(errpath, NULL);
+    char *err = test_read_file(errpath, NULL);
     CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 1, "tinfer-generate exit status %d",
           WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     CHECK(err && !strncmp(err, "error: ", 7) && strstr(err, " 8") && strchr(err, '\n') &&
@@ -329,7 +302,7 @@ static void test_model_and_batches(const char *generate_bin) {
     snprintf(cmd, sizeof cmd, "'%s' -m '%s' -p hi --top-k abc >/dev/null 2>'%s'", generate_bin,
              g_fixture, errpath);
     st = system(cmd);
-    err = slurp(errpath, NULL);
+    err = test_read_file(errpath, NULL);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && err && strstr(err, "error: --top-k"),
           "tinfer-generate bad --top-k: %s", err ? err : "(none)");
     free(err);
@@ -346,8 +319,8 @@ int main(int argc, char **argv) {
     g_fixture = argv[1];
     test_broken_dirs();
     test_model_and_batches(argv[2]);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", test_failures);
         return 1;
     }
     printf("ok\n");

@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "test_util.h"
 #include "tinfer.h"
 
 #include <cjson/cJSON.h>
@@ -19,34 +20,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int failures = 0;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)len + 1);
-    if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[len] = '\0';
-    fclose(f);
-    if (n) *n = (size_t)len;
-    return buf;
-}
 
 static char out_path[] = "/tmp/tinfer_gen_out_XXXXXX", err_path[] = "/tmp/tinfer_gen_err_XXXXXX";
 
@@ -58,8 +31,8 @@ static int run(const char *bin, const char *fixture, const char *prompt, const c
     snprintf(cmd, sizeof cmd, "'%s' -m '%s' -n 16 -p '%s' %s >'%s' 2>'%s'", bin, fixture, prompt,
              extra, out_path, err_path);
     int st = system(cmd);
-    *out = slurp(out_path, n_out);
-    *err = slurp(err_path, NULL);
+    *out = test_read_file(out_path, n_out);
+    *err = test_read_file(err_path, NULL);
     return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -76,7 +49,7 @@ int main(int argc, char **argv) {
 
     char path[4096];
     snprintf(path, sizeof path, "%s/expected.json", fixture);
-    char *json = slurp(path, NULL);
+    char *json = test_read_file(path, NULL);
     cJSON *exp = json ? cJSON_Parse(json) : NULL;
     if (!exp) {
         fprintf(stderr, "cannot read %s\n", path);
@@ -160,8 +133,8 @@ int main(int argc, char **argv) {
     unlink(err_path);
     cJSON_Delete(exp);
     free(json);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", test_failures);
         return 1;
     }
     printf("ok\n");

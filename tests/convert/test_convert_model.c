@@ -9,6 +9,7 @@
  * BF16, with the shapes those numbers imply and back-to-back offsets that end at the file size.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "test_util.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdbool.h>
@@ -17,38 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            failures++;                                                                           \
-            fprintf(stderr, "FAIL: ");                                                            \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fprintf(stderr, "\n");                                                                \
-        }                                                                                         \
-    } while (0)
-
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)sz + 1);
-    if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) b[sz] = 0;
-    if (n) *n = (size_t)sz;
-    return b;
-}
-
 static cJSON *load_json(const char *dir, const char *name) {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", dir, name);
-    char *s = slurp(p, NULL);
+    char *s = test_read_file(p, NULL);
     cJSON *j = s ? cJSON_Parse(s) : NULL;
     free(s);
     CHECK(j, "%s does not parse as JSON", p);
@@ -212,8 +185,8 @@ int main(int argc, char **argv) {
     check_config(argv[1]);
     check_tokenizer(argv[1]);
     check_safetensors(argv[1]);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", test_failures);
         return 1;
     }
     printf("test_convert_model: %s ok\n", argv[1]);

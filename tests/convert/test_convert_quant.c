@@ -6,6 +6,7 @@
  * ggml-common.h and written as literals; every comparison is exact because each value is a small
  * integer times a power-of-two scale (exactly representable in float).
  */
+#include "test_util.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,17 +14,6 @@
 #include "quant.h"
 #include "gguf.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            failures++;                                                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                  \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fprintf(stderr, "\n");                                                                \
-        }                                                                                         \
-    } while (0)
 
 static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
@@ -152,8 +142,8 @@ int main(void) {
     test_q4_0_q5();
     test_rejects();
     test_qk_permutation();
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", test_failures);
         return 1;
     }
     printf("test_convert_quant: all checks passed\n");

@@ -14,6 +14,7 @@
  * Same math as HF: BF16-stored weights widened to F32, F32 activations; only summation order
  * differs.
  */
+#include "test_util.h"
 #include "tinfer.h"
 
 #include <cjson/cJSON.h>
@@ -36,33 +37,6 @@
  * different GEMM paths and so summation orders; the same argument as above bounds it
  * (measured: ~4e-6). */
 #define TOL_SELF 1e-4
-
-static int failures = 0;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
 
 static int32_t *json_ints(const cJSON *arr, int32_t *n) {
     *n = cJSON_GetArraySize(arr);
@@ -210,7 +184,7 @@ int main(int argc, char **argv) {
         printf("skipped: %s not found (run scripts/get-model.sh)\n", path);
         return 77;
     }
-    char *json = read_file(argv[2]);
+    char *json = test_read_file(argv[2], NULL);
     cJSON *fx = json ? cJSON_Parse(json) : NULL;
     if (!fx) {
         fprintf(stderr, "cannot read fixture %s\n", argv[2]);
@@ -230,8 +204,8 @@ int main(int argc, char **argv) {
     tinfer_model_free(m);
     cJSON_Delete(fx);
     free(json);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", test_failures);
         return 1;
     }
     printf("ok\n");

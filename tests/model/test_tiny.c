@@ -12,6 +12,7 @@
  *   5. two sequences in one batch (one continuing its cache, one starting, entries interleaved)
  *      give the logits each gives alone.
  */
+#include "test_util.h"
 #include "tinfer.h"
 
 #include <cjson/cJSON.h>
@@ -33,33 +34,6 @@
  * order; the same K*u argument bounds the change at ~1e-5 of the scale for K <= 128. Measured:
  * ~2e-6 of the scale on these fixtures (prefill vs token by token). */
 #define TOL_SELF 1e-5
-
-static int failures = 0;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
 
 static int32_t *json_ints(const cJSON *arr, int32_t *n) {
     *n = cJSON_GetArraySize(arr);
@@ -128,7 +102,7 @@ int main(int argc, char **argv) {
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/expected.json", argv[1]);
-    char *json = read_file(path);
+    char *json = test_read_file(path, NULL);
     cJSON *exp = json ? cJSON_Parse(json) : NULL;
     if (!exp) {
         fprintf(stderr, "cannot read %s\n", path);
@@ -256,8 +230,8 @@ int main(int argc, char **argv) {
     free(greedy);
     cJSON_Delete(exp);
     free(json);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", test_failures);
         return 1;
     }
     printf("ok\n");

@@ -5,22 +5,12 @@
  * arithmetic (divide positive, multiply negative, once per distinct token, window); seeds
  * reproduce; bad arguments give errors.
  */
+#include "test_util.h"
 #include "tinfer.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static int failures = 0;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static tinfer_sampler *make(float temp, int32_t top_k, float top_p, float min_p, float pen,
                             int32_t last_n, uint64_t seed) {
@@ -35,7 +25,7 @@ static tinfer_sampler *make(float temp, int32_t top_k, float top_p, float min_p,
     tinfer_sampler *s = NULL;
     if (tinfer_sampler_init(&p, &s) != TINFER_OK) {
         fprintf(stderr, "sampler init: %s\n", tinfer_last_error());
-        failures++;
+        test_failures++;
     }
     return s;
 }
@@ -283,8 +273,8 @@ int main(void) {
     test_penalty();
     test_seed();
     test_bad_args();
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", test_failures);
         return 1;
     }
     printf("ok\n");

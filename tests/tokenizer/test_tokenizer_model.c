@@ -14,6 +14,7 @@
  * Prints the time to tokenize the 20 KB case and a 100 KB text.
  */
 #define _POSIX_C_SOURCE 199309L
+#include "test_util.h"
 #include "tokenizer.h"
 
 #include <cjson/cJSON.h>
@@ -21,34 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static int g_fail;
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fprintf(stderr, "\n");                                                             \
-            g_fail++;                                                                          \
-        }                                                                                      \
-    } while (0)
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) b[n] = 0;
-    *len = (size_t)n;
-    return b;
-}
 
 static unsigned char *unhex(const char *h, size_t *n) {
     size_t l = strlen(h) / 2;
@@ -204,7 +177,7 @@ int main(int argc, char **argv) {
     }
     printf("load %s: %.1f ms, %d ids\n", dir, now_ms() - t0, tinfer_tokenizer_n_vocab(tok));
     size_t flen;
-    char *fj = slurp(fix, &flen);
+    char *fj = test_read_file(fix, &flen);
     cJSON *root = fj ? cJSON_ParseWithLength(fj, flen) : NULL;
     if (!root) {
         fprintf(stderr, "FAIL: cannot read fixture %s\n", fix);
@@ -296,6 +269,6 @@ int main(int argc, char **argv) {
     cJSON_Delete(root);
     free(fj);
     tinfer_tokenizer_free(tok);
-    printf("%d cases, %d chats: %s\n", n_cases, n_chats, g_fail ? "FAILED" : "ok");
-    return g_fail ? 1 : 0;
+    printf("%d cases, %d chats: %s\n", n_cases, n_chats, test_failures ? "FAILED" : "ok");
+    return test_failures ? 1 : 0;
 }

@@ -13,22 +13,12 @@
  * - Chat templates: Llama-3, Llama-2, Zephyr and a Qwen-style ChatML default system prompt,
  *   expected bytes rendered by jinja2 (trim_blocks, lstrip_blocks) from the real templates.
  */
+#include "test_util.h"
 #include "tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int g_fail;
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fprintf(stderr, "\n");                                                             \
-            g_fail++;                                                                          \
-        }                                                                                      \
-    } while (0)
 
 static void expect_ids(const tinfer_tokenizer *t, const char *text, uint32_t flags,
                        const int32_t *want, int32_t nw) {
@@ -333,6 +323,6 @@ int main(int argc, char **argv) {
     test_bad_files();
     test_utf8();
     test_chat();
-    printf("tokenizer unit: %s\n", g_fail ? "FAILED" : "ok");
-    return g_fail ? 1 : 0;
+    printf("tokenizer unit: %s\n", test_failures ? "FAILED" : "ok");
+    return test_failures ? 1 : 0;
 }
