@@ -26,9 +26,16 @@
  *    of B; a grouped wave touches 8 A tile-rows and ~17 B tile-columns.
  *  - blockIdx.z selects a K range (split-K, rung 11): the epilogue then accumulates with
  *    atomicAdd into a C that the caller has already scaled by beta.
- * The configuration table (tile, warp tile, stages) is searched by the tuner; config 0 is
- * 128x128x8, 2x4 warps of 64x32, 8x8 per thread, 3 stages.
- * Measured (H200, see gemm/NOTES.md): MEASURED_10
+ * The configuration table (tile, warp tile, stages) is searched by the tuner. On the H200 the
+ * winner from 2048^3 up is config 2: 128x256x8, 2x4 warps of 64x64, 8x16 per thread (236
+ * registers, one 8-warp block per SM), 3 stages; 8x8 per thread (config 0, two blocks per SM)
+ * runs ~13% slower: it issues one LDS.128 per 16 FFMAs against one per 21 for 8x16, and Hopper
+ * doubled FP32 lanes per SM without doubling shared-memory bandwidth. Tried and measured
+ * slower or equal: 16-deep K tiles, a 4th stage, 4-warp blocks of 8x16 (two per SM).
+ * Measured on the H200 (run 3, 2026-12-02, NN, % of cuBLAS SGEMM in the same run) 4096: 44.7 TFLOP/s = 87.3%; 4092:
+ * 44.5 TFLOP/s = 93.5%; 2048: 43.9 TFLOP/s = 87.5%; 8192: 44.9 TFLOP/s = 87.9%. NT: 4096: 39.8
+ * TFLOP/s = 79.0%; 4092: 39.8 TFLOP/s = 75.9%; 2048: 39.1 TFLOP/s = 80.8%; 8192: 39.9 TFLOP/s
+ * = 77.9%. Target 95% missed by ~8 points at 4096/8192 (see NOTES.md).
  */
 #include "gemm/prefill/warp_frag.cuh"
 

@@ -11,7 +11,8 @@
  * cuBLAS's splitKreduce kernels do for such shapes). The FP32 sum order then depends on the
  * atomics' arrival order: results can differ in the last bits between runs (still within the
  * documented bound; exact small-integer inputs stay exact).
- * Measured (H200, see gemm/NOTES.md): MEASURED_11
+ * Measured on the H200 (run 3, 2026-12-02, NN, % of cuBLAS SGEMM in the same run) 512^3 NN: 10.0 TFLOP/s vs rung 10
+ * 7.2 (63.1% vs 45.7% of cuBLAS); equals rung 10 where the tiles fill the SMs.
  */
 #include "gemm/prefill/common.cuh"
 
