@@ -14,6 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tinfer_chart_series {
     const char *name;  /* legend text */
     const double *x;   /* [n] */
@@ -37,4 +41,7 @@ int tinfer_chart_write_png(const char *path, const tinfer_chart_spec *spec,
                            const tinfer_chart_series *series, int32_t n_series, char *errbuf,
                            size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

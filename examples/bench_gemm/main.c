@@ -2,9 +2,9 @@
  * main.c — tinfer-bench-gemm: kernel-level GEMM benchmarks against cuBLAS.
  *
  *   tinfer-bench-gemm [FP32 options]      the FP32 SGEMM ladder (fp32.c; --help lists options)
- *   tinfer-bench-gemm bf16 [options]      the BF16 tensor-core GEMMs (bf16.c), when built in
+ *   tinfer-bench-gemm bf16 [options]      the BF16 tensor-core GEMMs (bf16.cu), when built in
  *
- * bf16.c defines int tinfer_bench_gemm_bf16(int argc, char **argv) and is called with the
+ * bf16.cu defines extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) and is called with the
  * arguments after "bf16" (its argv[0] is "bf16"). Until that file exists the weak reference
  * below stays NULL and the subcommand says it is not built in.
  */
