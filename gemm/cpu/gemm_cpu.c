@@ -6,7 +6,8 @@
  * portable path; the SIMD paths live in gemm_cpu_avx2.c / gemm_cpu_avx512.c, compiled with
  * target attributes so the library never needs SIMD at compile time.
  * Blocking and threading (see gemm_cpu_internal.h for the packed layout):
- *   - M == 1: GEMV, W streamed once, OpenMP over chunks of GEMV_CHUNK rows of W.
+ *   - M == 1: GEMV, W streamed once; each thread a contiguous range of rows of W, the tail
+ *     balanced by stealing GEMV_CHUNK-row pieces (gemv_threaded).
  *   - M >= 2: OpenMP over chunks of a few N-panels; in a chunk, K-blocks outermost so the X block
  *     [M, kc] stays in cache across the chunk's panels, each (panel, K-block) of W packed once
  *     and the micro-kernel run over every row-block of X.
@@ -27,9 +28,10 @@
  * below it the second thread cannot win back its start-up. */
 #define TINFER_GEMM_PAR_MIN_MACS ((int64_t)1 << 17)
 
-/* GEMV rows per work item: 64 rows x K 576 of BF16 is 74 KB, ~5 us at DRAM speed — small enough
- * to balance over the threads (each item taken dynamically, so a thread slowed by another process
- * on its core takes fewer), large enough that the per-item atomic (~0.1 us) is noise. */
+/* GEMV rows per piece: 64 rows x K 576 of BF16 is 74 KB, ~5 us at DRAM speed — small enough
+ * that stealing balances the threads (a thread slowed by another process on its core leaves its
+ * pieces to the other), large enough that the per-piece atomic (~0.1 us) and the kernel's
+ * per-call reordering of x (K floats) are noise. */
 #define GEMV_CHUNK 64
 
 /* ---------------- portable path ---------------- */
@@ -154,6 +156,41 @@ static void packed_cols(const tinfer_gemm_path *p, int64_t M, int64_t K, const f
     }
 }
 
+/* GEMV over nthr threads in one parallel region. Thread t owns the contiguous rows
+ * [N t / T, N (t+1) / T) (rounded to 4-row groups, the kernels' row block), cut into pieces of
+ * GEMV_CHUNK rows taken in order through its own counter, so each thread streams one contiguous
+ * range of W (one prefetch stream, no interleaving with the other thread's rows). A thread done
+ * with its range steals the remaining pieces of the others through their counters: when another
+ * process holds a core, its thread's share goes to the thread that is running instead of
+ * waiting for it. */
+static void gemv_threaded(const tinfer_gemm_path *p, int nthr, int64_t N, int64_t K,
+                          const float *X, const void *W, tinfer_dtype dt, int64_t ldw,
+                          const float *bias, float *Y, bool accumulate) {
+    enum { MAX_T = 64 };
+    if (nthr > MAX_T) nthr = MAX_T;
+    int64_t groups = (N + 3) / 4;
+    if (nthr > groups) nthr = (int)groups;
+    /* one counter per 64-byte line: the owner and a thief touch it, nobody else */
+    struct { int64_t next; char pad[56]; } ctr[MAX_T];
+    for (int t = 0; t < nthr; t++) ctr[t].next = 0;
+#pragma omp parallel num_threads(nthr)
+    {
+        int T = omp_get_num_threads(), me = omp_get_thread_num();
+        for (int v = 0; v < T; v++) {
+            int t = (me + v) % T;
+            int64_t r0 = groups * t / T * 4, r1 = groups * (t + 1) / T * 4;
+            if (r1 > N) r1 = N;
+            for (;;) {
+                int64_t c = __atomic_fetch_add(&ctr[t].next, 1, __ATOMIC_RELAXED);
+                int64_t n0 = r0 + c * GEMV_CHUNK;
+                if (n0 >= r1) break;
+                int64_t n1 = n0 + GEMV_CHUNK < r1 ? n0 + GEMV_CHUNK : r1;
+                p->gemv(n0, n1, K, X, W, dt, ldw, bias, Y, accumulate);
+            }
+        }
+    }
+}
+
 void tinfer_gemm_cpu(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx, const void *W,
                      tinfer_dtype w_dtype, int64_t ldw, const float *bias, float *Y, int64_t ldy,
                      bool accumulate) {
@@ -163,16 +200,10 @@ void tinfer_gemm_cpu(int64_t M, int64_t N, int64_t K, const float *X, int64_t ld
     if (M * N * K < TINFER_GEMM_PAR_MIN_MACS) nthr = 1;
 
     if (M == 1) {
-        if (nthr > 1) {
-            int64_t chunks = (N + GEMV_CHUNK - 1) / GEMV_CHUNK;
-#pragma omp parallel for num_threads(nthr) schedule(dynamic, 1)
-            for (int64_t c = 0; c < chunks; c++) {
-                int64_t n0 = c * GEMV_CHUNK, n1 = n0 + GEMV_CHUNK < N ? n0 + GEMV_CHUNK : N;
-                p->gemv(n0, n1, K, X, W, w_dtype, ldw, bias, Y, accumulate);
-            }
-        } else {
+        if (nthr > 1)
+            gemv_threaded(p, nthr, N, K, X, W, w_dtype, ldw, bias, Y, accumulate);
+        else
             p->gemv(0, N, K, X, W, w_dtype, ldw, bias, Y, accumulate);
-        }
         return;
     }
 

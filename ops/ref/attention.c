@@ -171,7 +171,12 @@ void tinfer_op_attention(float *out, int64_t out_stride, const float *q, int64_t
         work += ((int64_t)pos[i] + 1) * n_head * head_dim;
         lmin = (int64_t)pos[i] + 1 < lmin ? (int64_t)pos[i] + 1 : lmin;
     }
-    const bool par = work >= ATT_PAR_MIN && (items > 1 || lmin >= 2 * ATT_SPLIT_MIN);
+    /* One query (decode) forks only when its keys can be split (>= 2 ranges of ATT_SPLIT_MIN):
+     * below that, the 3 KV-head items of a 9/3-head model cannot be balanced over 2 threads and
+     * the whole call (~190 keys: 0.2 M multiply-adds) is a few tens of us, the order of a
+     * parallel region's wake-up and join, which a thread descheduled by another process
+     * stretches to milliseconds. */
+    const bool par = work >= ATT_PAR_MIN && (n > 1 ? items > 1 : lmin >= 2 * ATT_SPLIT_MIN);
     const int nthr = par && !omp_in_parallel() ? omp_get_max_threads() : 1;
 
     /* Key split (flash-decoding): too few items to share between the threads (decode), so each
