@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "config.h"
+#include "textfile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -35,20 +36,6 @@
 #define CFG_MAX_FILE_BYTES (16u << 20)
 /* A double holds integers exactly up to 2^53; ids and dims far below that. */
 #define CFG_MAX_EXACT_INT 9007199254740992.0
-
-/* Parses text[0, len) (text[len] == '\0') as one JSON value followed only by whitespace:
- * cJSON_ParseWithLength alone would accept trailing garbage. */
-static cJSON *cfg_parse_json(const char *text, size_t len) {
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!root) return NULL;
-    for (const char *p = end; p && p < text + len; p++)
-        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
-            cJSON_Delete(root);
-            return NULL;
-        }
-    return root;
-}
 
 static const char *cfg_type_name(const cJSON *it) {
     if (cJSON_IsNull(it)) return "null";
@@ -323,54 +310,12 @@ tinfer_status tinfer_config_parse(const char *json, size_t len, const char *labe
     if (!text) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", label);
     if (len) memcpy(text, json, len);
     text[len] = '\0';
-    cJSON *root = cfg_parse_json(text, len);
+    cJSON *root = tinfer_json_parse_strict(text, len);
     free(text);
     if (!root) return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: not valid JSON", label);
     tinfer_status st = cfg_from_json(root, label, cfg, err);
     cJSON_Delete(root);
     return st;
-}
-
-/* Reads a small file whole. *missing is set, with no error recorded, when it does not exist. */
-static tinfer_status cfg_read(const char *path, char **text, size_t *len, bool *missing,
-                              tinfer_err *err) {
-    *text = NULL;
-    *missing = false;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT) {
-            *missing = true;
-            return TINFER_ERR_IO;
-        }
-        return tinfer_err_set(err, TINFER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
-    size_t cap = 1 << 14, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break; /* fread is short only at end of file or on an error */
-        if (cap >= CFG_MAX_FILE_BYTES) {
-            fclose(f);
-            free(buf);
-            return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: larger than the %u-byte limit",
-                                  path, CFG_MAX_FILE_BYTES);
-        }
-        cap *= 2;
-        char *nb = realloc(buf, cap + 1);
-        if (!nb) free(buf);
-        buf = nb;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (!buf) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    if (bad) {
-        free(buf);
-        return tinfer_err_set(err, TINFER_ERR_IO, "%s: read error", path);
-    }
-    buf[n] = '\0';
-    *text = buf;
-    *len = n;
-    return TINFER_OK;
 }
 
 static char *cfg_join(const char *dir, const char *name) {
@@ -422,19 +367,19 @@ tinfer_status tinfer_config_load(const char *dir, tinfer_llama_config *cfg, tinf
         st = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
         goto cleanup;
     }
-    st = cfg_read(path, &text, &len, &missing, err);
+    st = tinfer_read_text_file(path, CFG_MAX_FILE_BYTES, &text, &len, &missing, err);
     if (missing) st = tinfer_err_set(err, TINFER_ERR_IO, "%s: no config.json in the model directory", path);
     if (st != TINFER_OK) goto cleanup;
     if ((st = tinfer_config_parse(text, len, path, cfg, err)) != TINFER_OK) goto cleanup;
     free(text);
     text = NULL;
-    st = cfg_read(gpath, &text, &len, &missing, err);
+    st = tinfer_read_text_file(gpath, CFG_MAX_FILE_BYTES, &text, &len, &missing, err);
     if (missing) {
         st = TINFER_OK; /* optional */
         goto cleanup;
     }
     if (st != TINFER_OK) goto cleanup;
-    cJSON *root = cfg_parse_json(text, len);
+    cJSON *root = tinfer_json_parse_strict(text, len);
     if (!root) {
         st = tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: not valid JSON", gpath);
         goto cleanup;

@@ -25,6 +25,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "safetensors.h"
+#include "textfile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -99,21 +100,6 @@ static bool st_json_uint(const cJSON *it, uint64_t *out) {
     if ((double)u != v) return false;
     *out = u;
     return true;
-}
-
-/* cJSON_ParseWithLength stops after the first value and ignores what follows; a header or index
- * with trailing garbage is malformed, so parse and then require that only JSON whitespace (the
- * reference writer pads headers with spaces) is left. text[len] must be '\0'. */
-static cJSON *st_parse_json(const char *text, size_t len) {
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!root) return NULL;
-    for (const char *p = end; p && p < text + len; p++)
-        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
-            cJSON_Delete(root);
-            return NULL;
-        }
-    return root;
 }
 
 static tinfer_status st_oom(tinfer_err *err, const char *what) {
@@ -364,7 +350,7 @@ static tinfer_status st_parse_shard(tinfer_st_set *set, int32_t si, tinfer_err *
     if (!text) return st_oom(err, path);
     memcpy(text, hdr, (size_t)hlen);
     text[hlen] = '\0';
-    cJSON *root = st_parse_json(text, (size_t)hlen);
+    cJSON *root = tinfer_json_parse_strict(text, (size_t)hlen);
     free(text);
     if (!root) return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: header is not valid JSON", path);
 
@@ -523,50 +509,6 @@ tinfer_status tinfer_st_open_memory(const void *buf, size_t len, const char *lab
     return TINFER_OK;
 }
 
-/* Reads a whole small file into a NUL-terminated buffer. *missing is set (and no error recorded)
- * when the file does not exist. */
-static tinfer_status st_read_small(const char *path, size_t cap, char **text, size_t *len,
-                                   bool *missing, tinfer_err *err) {
-    *text = NULL;
-    *missing = false;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT) {
-            *missing = true;
-            return TINFER_ERR_IO;
-        }
-        return tinfer_err_set(err, TINFER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
-    size_t n = 0, c = 4096;
-    char *buf = malloc(c + 1);
-    tinfer_status st = TINFER_OK;
-    while (buf) {
-        n += fread(buf + n, 1, c - n, f);
-        if (n < c) break; /* fread is short only at end of file or on an error */
-        if (c >= cap) {
-            st = tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: larger than the %zu-byte limit",
-                                path, cap);
-            break;
-        }
-        c *= 2;
-        char *nb = realloc(buf, c + 1);
-        if (!nb) free(buf);
-        buf = nb;
-    }
-    if (st == TINFER_OK && !buf) st = st_oom(err, path);
-    if (st == TINFER_OK && ferror(f))
-        st = tinfer_err_set(err, TINFER_ERR_IO, "%s: read error", path);
-    fclose(f);
-    if (st != TINFER_OK) {
-        free(buf);
-        return st;
-    }
-    buf[n] = '\0';
-    *text = buf;
-    *len = n;
-    return TINFER_OK;
-}
-
 static bool st_plain_name(const char *s) {
     return s[0] != '\0' && !strchr(s, '/') && !strstr(s, "..");
 }
@@ -579,7 +521,7 @@ static int st_str_ptr_cmp(const void *pa, const void *pb) {
 /* model.safetensors.index.json: {"weight_map": {tensor: shard file, ...}, "metadata": {...}}. */
 static tinfer_status st_load_index(tinfer_st_set *set, const char *dir, const char *ipath,
                                    const char *text, size_t len, tinfer_err *err) {
-    cJSON *root = st_parse_json(text, len);
+    cJSON *root = tinfer_json_parse_strict(text, len);
     if (!root) return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: not valid JSON", ipath);
     tinfer_status st = TINFER_OK;
     const cJSON **entries = NULL;
@@ -694,7 +636,7 @@ tinfer_status tinfer_st_open_dir(const char *dir, tinfer_st_set **out, tinfer_er
     }
     size_t len = 0;
     bool missing = false;
-    st = st_read_small(ipath, ST_MAX_INDEX_BYTES, &text, &len, &missing, err);
+    st = tinfer_read_text_file(ipath, ST_MAX_INDEX_BYTES, &text, &len, &missing, err);
     if (missing) {
         st = tinfer_err_set(err, TINFER_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json",
                             dir);

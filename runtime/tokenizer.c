@@ -23,6 +23,7 @@
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenizer.h"
+#include "textfile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -1030,42 +1031,20 @@ done:
     return TINFER_OK;
 }
 
+/* tokenizer.json of real models is up to ~10-20 MB (Llama-3's is 9 MB); 1 GiB bounds a hostile
+ * file without refusing any real one. */
+#define TOK_MAX_FILE_BYTES ((size_t)1 << 30)
+
+/* Reads path whole; an optional file that does not exist gives TINFER_OK with *data NULL. */
 static tinfer_status read_file(const char *path, bool optional, char **data, size_t *len,
                                tinfer_err *err) {
-    *data = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (optional && errno == ENOENT) return TINFER_OK;
-        return tinfer_err_set(err, TINFER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *nb = realloc(buf, cap + 1);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-            }
-            buf = nb;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return tinfer_err_set(err, TINFER_ERR_IO, "%s: read error", path);
-    }
-    buf[n] = 0;
-    *data = buf;
-    *len = n;
-    return TINFER_OK;
+    bool missing;
+    tinfer_status st = tinfer_read_text_file(path, TOK_MAX_FILE_BYTES, data, len, &missing, err);
+    if (missing)
+        return optional ? TINFER_OK
+                        : tinfer_err_set(err, TINFER_ERR_IO, "%s: cannot open: %s", path,
+                                         strerror(ENOENT));
+    return st;
 }
 
 static tinfer_status dup_token_text(const cJSON *v, char **out) {

@@ -3,7 +3,8 @@
 # whole libtinfer) so they test exactly these units and build even while other folders change.
 set(TINFER_LOADER_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(TINFER_LOADER_SRC ${PROJECT_SOURCE_DIR}/runtime/safetensors.c
-    ${PROJECT_SOURCE_DIR}/runtime/config.c ${PROJECT_SOURCE_DIR}/runtime/status.c)
+    ${PROJECT_SOURCE_DIR}/runtime/config.c ${PROJECT_SOURCE_DIR}/runtime/textfile.c
+    ${PROJECT_SOURCE_DIR}/runtime/status.c)
 
 foreach(t loader_safetensors loader_config loader_dtype)
   add_executable(test_${t} ${TINFER_LOADER_DIR}/test_${t}.c ${TINFER_LOADER_SRC})
