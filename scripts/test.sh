@@ -1,14 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: install dependencies, build, fetch+convert the real model (cached),
-# and run every test. GPU tests report "skipped" where there is no usable GPU.
+# and run every test (extra arguments go to ctest, e.g. -L unit). GPU tests report "skipped"
+# where there is no usable GPU.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-build=${TINFER_BUILD_DIR:-build}
-jobs=$(nproc 2>/dev/null || echo 2)
-
-bash scripts/install-deps.sh
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j "$jobs"
-bash scripts/get-model.sh "$build"
-ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+ctest --test-dir "${TINFER_BUILD_DIR:-build}" --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "$@"
