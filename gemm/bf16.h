@@ -20,7 +20,7 @@
  *
  * Families (each file's header gives its algorithm and measured result):
  *   decode GEMV  gemm/decode/0{1..5}_*.cu (06 lives in 05's file)  — M = 1..16 per pass (larger M loops over passes)
- *   prefill      gemm/tc/01_wmma.cu, gemm/tc/03_wgmma_ws.cu (sm_90a only)
+ *   prefill      gemm/tc/01_wmma.cu, gemm/tc/02_mma_sync.cu, gemm/tc/03_wgmma_ws.cu (sm_90a only)
  *   dispatch     gemm/tc/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K).
  * Every call is asynchronous on the given stream (never the default stream unless passed),
  * allocates nothing and never synchronises (except under TINFER_CUDA_SYNC_DEBUG=1).
@@ -66,16 +66,32 @@ typedef enum tinfer_gemv_bf16_kernel {
 /* Prefill tensor-core rungs (gemm/tc/). */
 typedef enum tinfer_gemm_bf16_kernel {
     TINFER_GEMM_BF16_WMMA = 1,     /* 01: WMMA 16x16x16, smem tiles, any sm_80+ */
+    TINFER_GEMM_BF16_MMA_SYNC = 2, /* 02: mma.sync + ldmatrix + cp.async pipeline, small tiles, sm_80+ */
     TINFER_GEMM_BF16_WGMMA_WS = 3, /* 03: wgmma + TMA + mbarriers, warp-specialised, persistent */
 } tinfer_gemm_bf16_kernel;
 
 /* Which path tinfer_gemm_bf16 takes. AUTO reads the debug switch TINFER_GEMM_FORCE
- * (=gemv or =gemm, read once per process) and otherwise picks by shape. */
+ * (=gemv, =gemm, or =mma|wgmma|wmma for the GEMM path with that rung; read once per process)
+ * and otherwise picks by shape. */
 typedef enum tinfer_gemm_bf16_path {
     TINFER_GEMM_BF16_PATH_AUTO = 0,
     TINFER_GEMM_BF16_PATH_GEMV = 1,
     TINFER_GEMM_BF16_PATH_GEMM = 2,
 } tinfer_gemm_bf16_path;
+
+/* Which prefill rung the GEMM path runs on sm_90: rung 02 (mma.sync, 64 x 64 tiles there) when
+ * the wgmma kernel's 128 x 256 tiles would fill less than 1 / TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV
+ * of the SMs (tiles * DIV < SM count) and either K <= TINFER_GEMM_BF16_MMA_SHORT_K or
+ * M <= TINFER_GEMM_BF16_MMA_LONG_K_MAX_M (one 64-row tile: W streamed once); rung 03 (wgmma)
+ * otherwise; WMMA off sm_90. From the model-shape sweep in gemm/NOTES.md ("Prefill rung 2:
+ * mma.sync", H200, 2026-12-02): every shape this routes to rung 02 got faster (SmolLM2 at
+ * M = 128/512: 10-18 us vs 13-23 us; Llama-3-8B QKV/down at M = 32/64: 43/127 vs 53/146 us);
+ * the shapes left on wgmma lost with rung 02 (SmolLM2 down at M = 2048: 48 tiles, 25.8 vs 23.0 us;
+ * Llama QKV at M = 128: 47.5 vs 46.1; QKV / down at M = 512: 83 / 191 vs 49 / 140).
+ * Debug switch: TINFER_GEMM_FORCE=mma|wgmma|wmma forces the GEMM path with that rung. */
+#define TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV 4
+#define TINFER_GEMM_BF16_MMA_SHORT_K 1536
+#define TINFER_GEMM_BF16_MMA_LONG_K_MAX_M 64
 
 /* AUTO takes the decode GEMV path when M <= TINFER_GEMM_BF16_GEMV_MAX_M, or when the weight is
  * small (N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_BYTES) and M <= TINFER_GEMM_BF16_SMALL_W_MAX_M:

@@ -3,10 +3,12 @@
  * GEMV kernels (gemm/bf16.h) against cuBLAS BF16 (cublasGemmEx, TN, FP32 compute, BF16 out),
  * measured in the same run.
  *
- * Sets: square (M = N = K = 1024..8192: wmma, wgmma, cuBLAS), model (SmolLM2-135M and
+ * Sets: square (M = N = K = 1024..8192: wmma, mma.sync, wgmma, cuBLAS), model (SmolLM2-135M and
  * Llama-3-8B projection shapes at M = 1..2048: dispatcher "auto", decode rung 05, wgmma,
  * cuBLAS, and the fused SwiGLU / residual epilogues through "auto"), ladder (decode rungs 01..05
- * at M = 1 and 8), all (default: every set).
+ * at M = 1 and 8), prefill (the model shapes at M = 32..2048: "auto", rung 02 with its own tile
+ * pick and with each tile config forced, wgmma, cuBLAS, fused epilogues through "auto"; not part
+ * of all), all (default: ladder, square, model).
  * Method (METHOD.md): inputs are random BF16 (never zeros), each kernel's output is checked
  * against cuBLAS's before timing (normalized difference printed), warm-up, then 7 batches of
  * launches timed with events, median batch. Weights and activations rotate over enough copies
@@ -19,6 +21,7 @@ extern "C" { /* chart.h is a C header without C++ guards */
 #include "examples/bench_gemm/chart.h"
 }
 #include "gemm/bf16.h"
+#include "gemm/tc/gemm_bf16_tc_internal.h" /* rung 02's fixed tile configs (prefill set) */
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -109,7 +112,8 @@ static double measure_copy(void) {
     return 2.0 * bytes / (us * 1e-6) / 1e9;
 }
 
-/* kernel ids: 0 cuBLAS, 1..4 decode rungs, 11 wmma, 13 wgmma, 20 auto (dispatcher) */
+/* kernel ids: 0 cuBLAS, 1..6 decode rungs, 11 wmma, 12 mma.sync (own tile pick), 13 wgmma,
+ * 14..16 mma.sync tile config 0..2 forced, 20 auto (dispatcher), 21/22 auto + SwiGLU / residual */
 static const char *kname(int k) {
     switch (k) {
     case 0: return "cublas";
@@ -120,6 +124,10 @@ static const char *kname(int k) {
     case 5: return "gemv05_cpasync";
     case 6: return "gemv06_cluster";
     case 11: return "wmma";
+    case 12: return "mma_sync";
+    case 14: return "mma_64x64";
+    case 15: return "mma_128x64";
+    case 16: return "mma_128x128";
     case 13: return "wgmma_ws";
     case 20: return "auto";
     case 21: return "auto_swiglu";
@@ -172,7 +180,12 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             tinfer_status st;
             if (k >= 1 && k <= 6) st = tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)k, &a, g_s, &err);
             else if (k == 11) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WMMA, &a, g_s, &err);
+            else if (k == 12) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_MMA_SYNC, &a, g_s, &err);
             else if (k == 13) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_WS, &a, g_s, &err);
+            else if (k >= 14 && k <= 16) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_mma(&a, k - 14, g_s, &err);
+            }
             else st = tinfer_gemm_bf16(&a, TINFER_GEMM_BF16_PATH_AUTO, g_s, &err);
             if (st != TINFER_OK) {
                 fprintf(stderr, "error: %s: %s\n", kname(k), err.msg);
@@ -286,7 +299,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--png") && i + 1 < argc) png = argv[++i];
         else if (!strcmp(argv[i], "--quick")) g_quick = true;
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder] [--json F] [--png PREFIX] [--quick]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill] [--json F] [--png PREFIX] [--quick]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -318,7 +331,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
     if (all || !strcmp(set, "square")) {
         for (int64_t n : {1024, 2048, 4096, 8192}) {
             if (g_quick && n > 4096) continue;
-            bench_shape(rs, "square", "square", n, n, n, {0, 11, 13});
+            bench_shape(rs, "square", "square", n, n, n, {0, 11, 12, 13});
         }
     }
     if (all || !strcmp(set, "model")) {
@@ -336,6 +349,20 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 if (strstr(s.n, "gateup")) ks.push_back(21);
                 if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
                 bench_shape(rs, "model", s.n, M, s.N, s.K, ks);
+            }
+    }
+    if (!strcmp(set, "prefill")) {
+        /* where rung 02 competes: the model shapes on the GEMM path (M above the GEMV cut) */
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"smol_qkv", 960, 576},     {"smol_o", 576, 576},       {"smol_gateup", 3072, 576},
+            {"smol_down", 576, 1536},   {"smol_lmhead", 49152, 576}, {"llama_qkv", 6144, 4096},
+            {"llama_gateup", 28672, 4096}, {"llama_down", 4096, 14336}};
+        for (const auto &s : ms)
+            for (int64_t M : {32, 64, 128, 512, 2048}) {
+                std::vector<int> ks = {0, 20, 12, 13, 14, 15, 16};
+                if (strstr(s.n, "gateup")) ks.push_back(21);
+                if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
+                bench_shape(rs, "prefill", s.n, M, s.N, s.K, ks);
             }
     }
     if (json) write_json(json, rs, prop.name);

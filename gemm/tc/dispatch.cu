@@ -6,9 +6,13 @@
  * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M, or M <= TINFER_GEMM_BF16_SMALL_W_MAX_M with a weight of
  * at most TINFER_GEMM_BF16_SMALL_W_BYTES (bf16.h) -> the decode GEMV (rung 05, split-K mma fed by
  * cp.async; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 04 for short wide weights);
- * otherwise the wgmma kernel on sm_90, the WMMA kernel elsewhere. The threshold comes from the sweep recorded
- * in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=gemv|gemm forces
- * the path for AUTO calls; an explicit path argument overrides both.
+ * otherwise, on sm_90, the mma.sync kernel (rung 02, small tiles) when the wgmma kernel's
+ * 128 x 256 tiles would fill under a quarter of the SMs (TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV) and
+ * K is short or M small (TINFER_GEMM_BF16_MMA_SHORT_K / _LONG_K_MAX_M), else the wgmma kernel
+ * (rung 03); the WMMA kernel off sm_90. The thresholds come from the
+ * sweeps recorded in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=
+ * gemv|gemm forces the path for AUTO calls, =mma|wgmma|wmma the GEMM path with that rung; an
+ * explicit path argument overrides the path (the rung switch still applies to the GEMM path).
  */
 #include "gemm/bf16.h"
 #include "gemm/tc/bf16_epi.cuh"
@@ -63,34 +67,71 @@ extern "C" tinfer_status tinfer_gemm_bf16_tc(tinfer_gemm_bf16_kernel kernel, con
     if (st != TINFER_OK) return st;
     switch (kernel) {
     case TINFER_GEMM_BF16_WMMA: return tinfer_gemm_bf16_wmma(a, stream, err);
+    case TINFER_GEMM_BF16_MMA_SYNC: return tinfer_gemm_bf16_mma(a, TINFER_GEMM_BF16_MMA_CFG_AUTO, stream, err);
     case TINFER_GEMM_BF16_WGMMA_WS: return tinfer_gemm_bf16_wgmma_ws(a, stream, err);
     }
     return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown kernel %d", (int)kernel);
 }
 
-/* TINFER_GEMM_FORCE, read once: 0 none, 1 gemv, 2 gemm. */
+/* TINFER_GEMM_FORCE, read once: 0 none, 1 gemv, 2 gemm, 3 gemm with rung 02 (mma), 4 with rung
+ * 03 (wgmma), 5 with rung 01 (wmma). */
 static int gemm_force(void) {
     static int cached = -1;
     if (cached < 0) {
         const char *s = getenv("TINFER_GEMM_FORCE");
-        cached = (s && !strcmp(s, "gemv")) ? 1 : (s && !strcmp(s, "gemm")) ? 2 : 0;
+        cached = !s                     ? 0
+                 : !strcmp(s, "gemv")  ? 1
+                 : !strcmp(s, "gemm")  ? 2
+                 : !strcmp(s, "mma")   ? 3
+                 : !strcmp(s, "wgmma") ? 4
+                 : !strcmp(s, "wmma")  ? 5
+                                       : 0;
     }
     return cached;
 }
 
-static bool device_is_sm90(void) {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+/* Compute capability major and SM count of the current device (0, 0 if unknown). */
+static void device_info(int *major, int *n_sm) {
+    int dev = 0;
+    *major = 0;
+    *n_sm = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(n_sm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
         (void)cudaGetLastError();
-        return false;
+        *major = 0;
+        *n_sm = 0;
     }
+}
+
+static bool device_is_sm90(void) {
+    int major, n_sm;
+    device_info(&major, &n_sm);
     return major == 9;
+}
+
+/* The prefill rung for this call (rule in bf16.h at TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV). */
+static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
+    const int f = gemm_force();
+    if (f == 3) return TINFER_GEMM_BF16_MMA_SYNC;
+    if (f == 4) return TINFER_GEMM_BF16_WGMMA_WS;
+    if (f == 5) return TINFER_GEMM_BF16_WMMA;
+    int major, n_sm;
+    device_info(&major, &n_sm);
+    if (major != 9) return TINFER_GEMM_BF16_WMMA;
+    const int64_t nout = tinfer_gemm_bf16_nout(*a);
+    const int64_t bn = a->swiglu ? TINFER_GEMM_BF16_WGMMA_TILE_N / 2 : TINFER_GEMM_BF16_WGMMA_TILE_N;
+    const int64_t tiles = ((a->M + TINFER_GEMM_BF16_WGMMA_TILE_M - 1) / TINFER_GEMM_BF16_WGMMA_TILE_M) *
+                          ((nout + bn - 1) / bn);
+    const bool few_tiles = tiles * TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV < (int64_t)n_sm;
+    const bool short_or_thin = a->K <= TINFER_GEMM_BF16_MMA_SHORT_K || a->M <= TINFER_GEMM_BF16_MMA_LONG_K_MAX_M;
+    return few_tiles && short_or_thin ? TINFER_GEMM_BF16_MMA_SYNC : TINFER_GEMM_BF16_WGMMA_WS;
 }
 
 extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K) {
     const int f = gemm_force();
     if (f == 1) return TINFER_GEMM_BF16_PATH_GEMV;
-    if (f == 2) return TINFER_GEMM_BF16_PATH_GEMM;
+    if (f >= 2) return TINFER_GEMM_BF16_PATH_GEMM;
     if (M <= TINFER_GEMM_BF16_GEMV_MAX_M) return TINFER_GEMM_BF16_PATH_GEMV;
     if (M <= TINFER_GEMM_BF16_SMALL_W_MAX_M && N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_BYTES)
         return TINFER_GEMM_BF16_PATH_GEMV;
@@ -110,5 +151,5 @@ extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer
     }
     if (path != TINFER_GEMM_BF16_PATH_GEMM)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown path %d", (int)path);
-    return tinfer_gemm_bf16_tc(device_is_sm90() ? TINFER_GEMM_BF16_WGMMA_WS : TINFER_GEMM_BF16_WMMA, a, stream, err);
+    return tinfer_gemm_bf16_tc(gemm_rung(a), a, stream, err);
 }

@@ -14,6 +14,7 @@
  */
 #include "gemm/bf16.h"
 #include "gemm/cuda/device.h"
+#include "gemm/tc/gemm_bf16_tc_internal.h" /* rung 02's fixed tile configs */
 
 #include <math.h>
 #include <stdio.h>
@@ -61,7 +62,7 @@ typedef struct test_case {
     int bias, resid, swiglu;
 } test_case;
 
-/* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'd' = dispatcher path */
+/* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'd' = dispatcher path */
 typedef struct runner {
     char kind;
     int id;
@@ -71,6 +72,10 @@ typedef struct runner {
 static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
     if (r->kind == 'v') return tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)r->id, a, s, err);
     if (r->kind == 't') return tinfer_gemm_bf16_tc((tinfer_gemm_bf16_kernel)r->id, a, s, err);
+    if (r->kind == 'm') {
+        const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
+        return st != TINFER_OK ? st : tinfer_gemm_bf16_mma(a, r->id, s, err);
+    }
     return tinfer_gemm_bf16(a, (tinfer_gemm_bf16_path)r->id, s, err);
 }
 
@@ -348,7 +353,10 @@ int main(int argc, char **argv) {
     bad_args();
 
     const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"}, {'v', 5, "gemv05"}, {'v', 6, "gemv06"}};
-    const runner gemm_all[] = {{'t', 1, "wmma"}, {'t', 3, "wgmma"}};
+    /* rung 02 runs through its entry (auto tile config) and with each tile config forced */
+    const runner gemm_all[] = {{'t', 1, "wmma"},          {'t', 2, "mma"},           {'m', 0, "mma64x64"},
+                               {'m', 1, "mma128x64"},     {'m', 2, "mma128x128"},    {'t', 3, "wgmma"}};
+    const int n_gemm = (int)(sizeof gemm_all / sizeof gemm_all[0]);
     const runner paths[] = {{'d', TINFER_GEMM_BF16_PATH_GEMV, "path=gemv"}, {'d', TINFER_GEMM_BF16_PATH_GEMM, "path=gemm"}};
     const tinfer_dtype BF = TINFER_DTYPE_BF16, F = TINFER_DTYPE_F32;
 
@@ -367,6 +375,12 @@ int main(int argc, char **argv) {
         if (quick && c.K > 1536) continue;
         run_case(c, gemv_all, 6, s);
     }
+    /* prefill at decode-sized M = 1..16: ragged N and K; every epilogue at once with SwiGLU */
+    for (int64_t M = 1; M <= 16; M++) {
+        if (quick && M != 1 && M != 9) continue;
+        run_case({M, 100, 72, F, 0, 0, 0}, gemm_all, n_gemm, s);
+        if (!quick) run_case({M, 2 * 72, 40, BF, 1, 1, 1}, gemm_all, n_gemm, s);
+    }
     /* prefill: ragged, tile-exact, epilogues, large M (sampled rows) */
     const test_case pcases[] = {
         {1, 1, 8, F, 0, 0, 0},           {17, 33, 40, F, 0, 0, 0},        {128, 256, 64, BF, 0, 0, 0},
@@ -376,13 +390,15 @@ int main(int argc, char **argv) {
     };
     for (const auto &c : pcases) {
         if (quick && (c.M * c.N * c.K > 300ll * 700 * 520)) continue;
-        run_case(c, gemm_all, 2, s);
+        run_case(c, gemm_all, n_gemm, s);
     }
     /* dispatcher: both paths on the same inputs */
     const test_case dpc[] = {{1, 960, 576, BF, 0, 0, 0}, {8, 2 * 1536, 576, BF, 1, 0, 1}, {16, 576, 1536, BF, 0, 1, 0},
                              {17, 576, 576, F, 0, 0, 0}, {64, 1000, 264, BF, 1, 1, 0},
                              /* the GEMV path's rung choice: 06 for K >= 8192, 04 for short wide W */
-                             {4, 256, 8192, BF, 0, 1, 0}, {2, 16400, 576, BF, 1, 0, 0}};
+                             {4, 256, 8192, BF, 0, 1, 0}, {2, 16400, 576, BF, 1, 0, 0},
+                             /* the GEMM path's rung choice: few wgmma tiles -> rung 02, many -> rung 03 */
+                             {128, 960, 576, BF, 1, 0, 0}, {2048, 2 * 1536, 576, BF, 0, 0, 1}};
     for (const auto &c : dpc) {
         if (quick && (c.M > 8 || c.N * c.K > 2000000)) continue;
         run_case(c, paths, 2, s);
