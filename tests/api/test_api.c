@@ -319,10 +319,5 @@ int main(int argc, char **argv) {
     g_fixture = argv[1];
     test_broken_dirs();
     test_model_and_batches(argv[2]);
-    if (test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", test_failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return test_finish();
 }

@@ -133,10 +133,5 @@ int main(int argc, char **argv) {
     unlink(err_path);
     cJSON_Delete(exp);
     free(json);
-    if (test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", test_failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return test_finish();
 }

@@ -41,4 +41,14 @@ static inline char *test_read_file(const char *path, size_t *n) {
     return buf;
 }
 
+/* The exit status of a test: 1 (after a count on stderr) if any CHECK failed, else 0 ("ok"). */
+static inline int test_finish(void) {
+    if (test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", test_failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
+
 #endif

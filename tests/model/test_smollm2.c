@@ -204,10 +204,5 @@ int main(int argc, char **argv) {
     tinfer_model_free(m);
     cJSON_Delete(fx);
     free(json);
-    if (test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", test_failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return test_finish();
 }

@@ -273,10 +273,5 @@ int main(void) {
     test_penalty();
     test_seed();
     test_bad_args();
-    if (test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", test_failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return test_finish();
 }
