@@ -207,8 +207,7 @@ int main(int argc, char **argv) {
             continue;
         }
         if (i + 1 >= argc) {
-            usage(stderr);
-            return fail("%s: %s", a,
+            return fail("%s: %s (see --help)", a,
                         a[0] == '-' ? "missing value (or unknown option)" : "unexpected argument");
         }
         const char *v = argv[++i];
@@ -249,14 +248,12 @@ int main(int argc, char **argv) {
             else
                 return fail("--backend: '%s' is not cpu, cuda or auto", v);
         } else {
-            usage(stderr);
-            return fail("unknown option '%s'", a);
+            return fail("unknown option '%s' (see --help)", a);
         }
         if (bad) return 1;
     }
     if (!model_dir || !prompt) {
-        usage(stderr);
-        return fail("%s is required", !model_dir ? "-m DIR" : "-p PROMPT");
+        return fail("%s is required (see --help)", !model_dir ? "-m DIR" : "-p PROMPT");
     }
 
     int rc_main = 1;
