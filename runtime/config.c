@@ -99,6 +99,11 @@ static tinfer_status cfg_num(const cJSON *root, const char *label, const char *k
     if (!isfinite(v) || v < lo || (lo_open && v == lo) || v > hi)
         return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: key '%s' is %g, outside %s%g, %g]",
                               label, key, v, lo_open ? "(" : "[", lo, hi);
+    /* A positive double can round to 0 as a float (1e-50): where the bound is open the value
+     * must stay above it after the conversion too (found by the fuzzer on rope_theta). */
+    if (lo_open && (float)v <= (float)lo)
+        return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: key '%s' is %g, which underflows float",
+                              label, key, v);
     *out = (float)v;
     if (present) *present = true;
     return TINFER_OK;
@@ -246,9 +251,6 @@ static tinfer_status cfg_from_json(const cJSON *root, const char *label, tinfer_
     }
     /* eps is added to a mean of squares; >= 1 would swamp any real activation scale */
     CFG_TRY(cfg_num(root, label, "rms_norm_eps", 0.0, true, 1.0, &c->rms_norm_eps, NULL, err));
-    if (c->rms_norm_eps == 0.0f) /* a positive double that underflows float */
-        return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: key 'rms_norm_eps' underflows float",
-                              label);
     CFG_TRY(cfg_bool(root, label, "tie_word_embeddings", &c->tie_word_embeddings, err));
     bool attention_bias = false, mlp_bias = false;
     CFG_TRY(cfg_bool(root, label, "attention_bias", &attention_bias, err));

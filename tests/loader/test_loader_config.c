@@ -87,6 +87,11 @@ static void test_bad(void) {
     CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "cfg.json", "'rms_norm_eps'", NULL);
     st = parse("\"rope_theta\": -1, ", "", &c, &err);
     CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "cfg.json", "'rope_theta'", NULL);
+    /* positive as a double, 0 as a float (a fuzzer find): must be refused, not loaded as 0 */
+    st = parse("\"rope_theta\": 1e-50, ", "", &c, &err);
+    CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "cfg.json", "'rope_theta'", "underflows");
+    st = parse("\"rms_norm_eps\": 1e-50, ", "", &c, &err);
+    CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "cfg.json", "'rms_norm_eps'", "underflows");
     st = parse("\"vocab_size\": 8388608, ", "", &c, &err); /* 2^23: above the cap */
     CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "cfg.json", "'vocab_size'", NULL);
     st = parse("\"hidden_size\": 1e300, ", "", &c, &err);
