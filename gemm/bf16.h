@@ -68,6 +68,7 @@ typedef enum tinfer_gemm_bf16_kernel {
     TINFER_GEMM_BF16_WMMA = 1,     /* 01: WMMA 16x16x16, smem tiles, any sm_80+ */
     TINFER_GEMM_BF16_MMA_SYNC = 2, /* 02: mma.sync + ldmatrix + cp.async pipeline, small tiles, sm_80+ */
     TINFER_GEMM_BF16_WGMMA_WS = 3, /* 03: wgmma + TMA + mbarriers, warp-specialised, persistent */
+    TINFER_GEMM_BF16_MMA_SPLITK = 4, /* 04: 02 with K split over a 2/4/8-block cluster, DSMEM reduce (sm_90) */
 } tinfer_gemm_bf16_kernel;
 
 /* Which path tinfer_gemm_bf16 takes. AUTO reads the debug switch TINFER_GEMM_FORCE
@@ -88,10 +89,24 @@ typedef enum tinfer_gemm_bf16_path {
  * M = 128/512: 10-18 us vs 13-23 us; Llama-3-8B QKV/down at M = 32/64: 43/127 vs 53/146 us);
  * the shapes left on wgmma lost with rung 02 (SmolLM2 down at M = 2048: 48 tiles, 25.8 vs 23.0 us;
  * Llama QKV at M = 128: 47.5 vs 46.1; QKV / down at M = 512: 83 / 191 vs 49 / 140).
- * Debug switch: TINFER_GEMM_FORCE=mma|wgmma|wmma forces the GEMM path with that rung. */
+ * Since rung 04 (split-K over a cluster, 2026-12-02 second sweep): every shape with few wgmma
+ * tiles (tiles * FILL_DIV < SMs) goes to rung 04, whatever K and M (rung 04 picks its own split
+ * and runs as rung 02 when no split pays): Llama-3-8B QKV M = 128 35 us vs wgmma 46, down
+ * M = 32 55 vs 125 (rung 02). _MMA_SHORT_K and _MMA_LONG_K_MAX_M no longer steer the dispatcher.
+ * Debug switch: TINFER_GEMM_FORCE=mma|split|wgmma|wmma forces the GEMM path with that rung. */
 #define TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV 4
 #define TINFER_GEMM_BF16_MMA_SHORT_K 1536
 #define TINFER_GEMM_BF16_MMA_LONG_K_MAX_M 64
+
+/* Rung 04's split factor CS (blocks of a cluster sharing one output tile): the largest of 8, 4, 2
+ * with tiles * CS <= TINFER_GEMM_BF16_SPLITK_CTAS_PER_SM * SMs (tiles counted in 64 x 64 units) and
+ * at least TINFER_GEMM_BF16_SPLITK_MIN_KTILES k-tiles (of 32) per block; no split when none
+ * qualifies. From the forced sweep (gemm/tc/02_mma_sync.cu header, H200 2026-12-02): about 4 64x64
+ * blocks per SM was best (Llama-3-8B QKV M = 32: CS 4 24.5 us vs CS 2 29.8, CS 8 30.1; down M = 32:
+ * CS 8 54.8 vs CS 4 56.2), and the 576-long SmolLM2 rows still gained at 2-3 k-tiles per block
+ * (QKV M = 32: CS 8 5.5 us vs CS 2 7.5, no split 9.6). */
+#define TINFER_GEMM_BF16_SPLITK_CTAS_PER_SM 4
+#define TINFER_GEMM_BF16_SPLITK_MIN_KTILES 2
 
 /* AUTO takes the decode GEMV path when M <= TINFER_GEMM_BF16_GEMV_MAX_M, or when the weight is
  * small (N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_BYTES) and M <= TINFER_GEMM_BF16_SMALL_W_MAX_M:

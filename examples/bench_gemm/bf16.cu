@@ -1,14 +1,18 @@
 /*
  * bf16.cu — `tinfer-bench-gemm bf16 [set] [--json F] [--png PREFIX] [--quick]`: the BF16 GEMM /
  * GEMV kernels (gemm/bf16.h) against cuBLAS BF16 (cublasGemmEx, TN, FP32 compute, BF16 out),
- * measured in the same run.
+ * measured in the same run; the splitk set adds cublasLt (cublasLtMatmul, same layout and types,
+ * the heuristic's first algorithm with a 32 MB workspace) and prints each kernel's share of the
+ * better of the two references ("best").
  *
  * Sets: square (M = N = K = 1024..8192: wmma, mma.sync, wgmma, cuBLAS), model (SmolLM2-135M and
  * Llama-3-8B projection shapes at M = 1..2048: dispatcher "auto", decode rung 05, wgmma,
  * cuBLAS, and the fused SwiGLU / residual epilogues through "auto"), ladder (decode rungs 01..05
  * at M = 1 and 8), prefill (the model shapes at M = 32..2048: "auto", rung 02 with its own tile
  * pick and with each tile config forced, wgmma, cuBLAS, fused epilogues through "auto"; not part
- * of all), all (default: ladder, square, model).
+ * of all), splitk (the split-K rung 04: Llama-3-8B QKV / down and the SmolLM2 shapes at M = 32..2048,
+ * "auto", rung 04's own pick and each tile config x split factor forced, rung 02, wgmma, cuBLAS
+ * and cublasLt; not part of all), all (default: ladder, square, model).
  * Method (METHOD.md): inputs are random BF16 (never zeros), each kernel's output is checked
  * against cuBLAS's before timing (normalized difference printed), warm-up, then 7 batches of
  * launches timed with events, median batch. Weights and activations rotate over enough copies
@@ -23,6 +27,7 @@ extern "C" { /* chart.h is a C header without C++ guards */
 #include "gemm/bf16.h"
 #include "gemm/tc/gemm_bf16_tc_internal.h" /* rung 02's fixed tile configs (prefill set) */
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -70,10 +75,62 @@ typedef struct rec {
     std::string set, shape, kernel;
     int64_t M, N, K;
     double us, tflops, gbs, pct_cublas, pct_copy, diff;
+    double pct_best; /* of the faster of cuBLAS and cublasLt (0 when cublasLt was not run) */
 } rec;
 
 static cudaStream_t g_s;
 static cublasHandle_t g_cublas;
+static cublasLtHandle_t g_lt;
+static void *g_lt_ws;                              /* cublasLt workspace */
+static const size_t g_lt_ws_bytes = (size_t)32 << 20; /* 32 MB: the size the issue names */
+
+#define LTCK(call)                                                                                 \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            fprintf(stderr, "error: %s at %s:%d: cuBLAS status %d\n", #call, __FILE__, __LINE__, (int)s_); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* A cublasLt plan for Y[M,N] = X[M,K] W[N,K]^T in column-major terms: D[N,M] = W^T[N,K] X[K,M]
+ * (op(A) = T on W stored K x N, B = X stored K x M), BF16 in/out, FP32 compute and scale. */
+typedef struct lt_plan {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+} lt_plan;
+
+static void lt_plan_make(lt_plan *p, int64_t M, int64_t N, int64_t K) {
+    LTCK(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    LTCK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LTCK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LTCK(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, (uint64_t)K, (uint64_t)N, K));
+    LTCK(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, K));
+    LTCK(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_16BF, (uint64_t)N, (uint64_t)M, N));
+    cublasLtMatmulPreference_t pref;
+    LTCK(cublasLtMatmulPreferenceCreate(&pref));
+    LTCK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g_lt_ws_bytes,
+                                              sizeof g_lt_ws_bytes));
+    cublasLtMatmulHeuristicResult_t h;
+    int found = 0;
+    LTCK(cublasLtMatmulAlgoGetHeuristic(g_lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &h, &found));
+    if (found < 1) {
+        fprintf(stderr, "error: cublasLt found no algorithm for M=%lld N=%lld K=%lld\n", (long long)M,
+                (long long)N, (long long)K);
+        exit(1);
+    }
+    p->algo = h.algo;
+    LTCK(cublasLtMatmulPreferenceDestroy(pref));
+}
+
+static void lt_plan_free(lt_plan *p) {
+    cublasLtMatrixLayoutDestroy(p->la);
+    cublasLtMatrixLayoutDestroy(p->lb);
+    cublasLtMatrixLayoutDestroy(p->lc);
+    cublasLtMatmulDescDestroy(p->op);
+}
 static double g_copy_gbs = 0;
 static bool g_quick = false;
 
@@ -117,6 +174,8 @@ static double measure_copy(void) {
 static const char *kname(int k) {
     switch (k) {
     case 0: return "cublas";
+    case 9: return "cublaslt";
+    case 40: return "split_auto";
     case 1: return "gemv01_thread";
     case 2: return "gemv02_warp";
     case 3: return "gemv03_vector";
@@ -132,6 +191,13 @@ static const char *kname(int k) {
     case 20: return "auto";
     case 21: return "auto_swiglu";
     case 22: return "auto_residual";
+    }
+    if (k >= 100 && k < 130) { /* rung 04 forced: 100 + 10 * tile config + split factor */
+        static const char *nm[3][9] = {
+            {"", "", "split64x64/2", "", "split64x64/4", "", "", "", "split64x64/8"},
+            {"", "", "split128x64/2", "", "split128x64/4", "", "", "", "split128x64/8"},
+            {"", "", "split128x128/2", "", "split128x128/4", "", "", "", "split128x128/8"}};
+        return nm[(k - 100) / 10][k % 10];
     }
     return "?";
 }
@@ -152,8 +218,11 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
     bf16_fill_kernel<<<1024, 256, 0, g_s>>>(X, xsz * ncopy, 987u);
     BCK(cudaGetLastError());
     const double flop = 2.0 * M * N * K, bytes = (double)per + ysz * 2.0;
-    double cublas_us = 0;
+    double cublas_us = 0, lt_us = 0;
     bool to_ref = false;
+    lt_plan lt;
+    const bool use_lt = std::find(kernels.begin(), kernels.end(), 9) != kernels.end();
+    if (use_lt) lt_plan_make(&lt, M, N, K);
     for (int k : kernels) {
         auto launch = [&](int i) {
             const int c = i % ncopy;
@@ -170,6 +239,12 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
                 }
                 return;
             }
+            if (k == 9) {
+                const float alpha = 1.f, beta = 0.f;
+                LTCK(cublasLtMatmul(g_lt, lt.op, &alpha, w, lt.la, x, lt.lb, &beta, y, lt.lc, y, lt.lc, &lt.algo,
+                                    g_lt_ws, g_lt_ws_bytes, g_s));
+                return;
+            }
             tinfer_gemm_bf16_args a;
             memset(&a, 0, sizeof a);
             a.M = M; a.N = N; a.K = K; a.X = x; a.ldx = K; a.W = w; a.ldw = K;
@@ -182,6 +257,11 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             else if (k == 11) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WMMA, &a, g_s, &err);
             else if (k == 12) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_MMA_SYNC, &a, g_s, &err);
             else if (k == 13) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_WS, &a, g_s, &err);
+            else if (k == 40) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_MMA_SPLITK, &a, g_s, &err);
+            else if (k >= 100 && k < 130) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_mma_split(&a, (k - 100) / 10, k % 10, g_s, &err);
+            }
             else if (k >= 14 && k <= 16) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_mma(&a, k - 14, g_s, &err);
@@ -199,7 +279,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             launch(0);
             to_ref = false;
             BCK(cudaStreamSynchronize(g_s));
-        } else if (k < 21) {
+        } else if (k < 21 || k >= 40) {
             launch(0);
             BCK(cudaStreamSynchronize(g_s));
             diff = bf16_diff(Y, Yref, ysz);
@@ -210,6 +290,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
         if (reps < ncopy && est * ncopy < 50000) reps = ncopy;
         const double us = time_us(launch, reps);
         if (k == 0) cublas_us = us;
+        if (k == 9) lt_us = us;
         rec r;
         r.set = set; r.shape = shape; r.kernel = kname(k);
         r.M = M; r.N = N; r.K = K; r.us = us;
@@ -218,16 +299,19 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
         r.pct_cublas = cublas_us > 0 ? 100.0 * cublas_us / us : 0;
         r.pct_copy = 100.0 * r.gbs / g_copy_gbs;
         r.diff = diff;
+        const double best = lt_us > 0 && (lt_us < cublas_us || cublas_us <= 0) ? lt_us : cublas_us;
+        r.pct_best = lt_us > 0 ? 100.0 * best / us : 0;
         out.push_back(r);
-        printf("%-7s %-16s %5lld %6lld %6lld %-14s %9.2f us %7.1f TF/s %7.0f GB/s %6.1f%% cublas %5.1f%% copy diff %.1e%s\n",
+        printf("%-7s %-16s %5lld %6lld %6lld %-14s %9.2f us %7.1f TF/s %7.0f GB/s %6.1f%% cublas %5.1f%% copy diff %.1e best %5.1f%%%s\n",
                set, shape, (long long)M, (long long)N, (long long)K, kname(k), us, r.tflops, r.gbs, r.pct_cublas,
-               r.pct_copy, diff, diff > 1e-2 ? "  MISMATCH" : "");
+               r.pct_copy, diff, r.pct_best, diff > 1e-2 ? "  MISMATCH" : "");
         fflush(stdout);
     }
     BCK(cudaFree(W));
     BCK(cudaFree(X));
     BCK(cudaFree(Y));
     BCK(cudaFree(Yref));
+    if (use_lt) lt_plan_free(&lt);
 }
 
 static void write_json(const char *path, const std::vector<rec> &rs, const char *gpu) {
@@ -242,9 +326,9 @@ static void write_json(const char *path, const std::vector<rec> &rs, const char 
         fprintf(f,
                 "    {\"set\": \"%s\", \"shape\": \"%s\", \"kernel\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, "
                 "\"us\": %.3f, \"tflops\": %.2f, \"gbs\": %.1f, \"pct_cublas\": %.1f, \"pct_copy\": %.1f, "
-                "\"diff_vs_cublas\": %.2e}%s\n",
+                "\"diff_vs_cublas\": %.2e, \"pct_best_ref\": %.1f}%s\n",
                 r.set.c_str(), r.shape.c_str(), r.kernel.c_str(), (long long)r.M, (long long)r.N, (long long)r.K, r.us,
-                r.tflops, r.gbs, r.pct_cublas, r.pct_copy, r.diff, i + 1 < rs.size() ? "," : "");
+                r.tflops, r.gbs, r.pct_cublas, r.pct_copy, r.diff, r.pct_best, i + 1 < rs.size() ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
     fclose(f);
@@ -299,7 +383,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--png") && i + 1 < argc) png = argv[++i];
         else if (!strcmp(argv[i], "--quick")) g_quick = true;
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill] [--json F] [--png PREFIX] [--quick]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk] [--json F] [--png PREFIX] [--quick]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -317,6 +401,11 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         fprintf(stderr, "error: cublasCreate failed\n");
         return 1;
     }
+    if (cublasLtCreate(&g_lt) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "error: cublasLtCreate failed\n");
+        return 1;
+    }
+    BCK(cudaMalloc(&g_lt_ws, g_lt_ws_bytes));
     g_copy_gbs = measure_copy();
     printf("device %s, %d SMs; device-to-device copy %.0f GB/s (read + write)\n", prop.name,
            prop.multiProcessorCount, g_copy_gbs);
@@ -365,9 +454,32 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 bench_shape(rs, "prefill", s.n, M, s.N, s.K, ks);
             }
     }
+    if (!strcmp(set, "splitk")) {
+        /* rung 04 where split-K matters (few tiles): Llama-3-8B QKV / down, the SmolLM2 shapes */
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"llama_qkv", 6144, 4096}, {"llama_down", 4096, 14336}, {"smol_qkv", 960, 576},
+            {"smol_o", 576, 576},      {"smol_gateup", 3072, 576},  {"smol_down", 576, 1536},
+            {"smol_lmhead", 49152, 576}};
+        for (const auto &s : ms)
+            for (int64_t M : {32, 64, 128, 512, 2048}) {
+                /* many tiles (wgmma's ground): the references and "auto" only */
+                if ((strstr(s.n, "llama") && M == 2048) || strstr(s.n, "lmhead")) {
+                    bench_shape(rs, "splitk", s.n, M, s.N, s.K, {0, 9, 20});
+                    continue;
+                }
+                std::vector<int> ks = {0, 9, 20, 40, 12, 13, 14, 15, 16};
+                for (int c = 0; c < 3; c++)
+                    for (int cs : {2, 4, 8}) ks.push_back(100 + 10 * c + cs);
+                if (strstr(s.n, "gateup")) ks.push_back(21);
+                if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
+                bench_shape(rs, "splitk", s.n, M, s.N, s.K, ks);
+            }
+    }
     if (json) write_json(json, rs, prop.name);
     if (png) write_charts(png, rs);
     cublasDestroy(g_cublas);
+    cublasLtDestroy(g_lt);
+    BCK(cudaFree(g_lt_ws));
     BCK(cudaStreamDestroy(g_s));
     return 0;
 }

@@ -1,7 +1,8 @@
 /*
- * 02_mma_sync.cu — prefill rung 2: mma.sync m16n8k16 (BF16 in, FP32 accumulate) fed by ldmatrix
- * from XOR-swizzled shared memory, filled by a 4-stage cp.async pipeline; small CTA tiles so that
- * the SmolLM2-135M shapes and Llama-3-8B at M <= 512 give the H200's 132 SMs enough tiles.
+ * 02_mma_sync.cu — prefill rung 2 (and rung 4, split-K over a cluster: see below): mma.sync
+ * m16n8k16 (BF16 in, FP32 accumulate) fed by ldmatrix from XOR-swizzled shared memory, filled
+ * by a 4-stage cp.async pipeline; small CTA tiles so that the SmolLM2-135M shapes and Llama-3-8B
+ * at M <= 512 give the H200's 132 SMs enough tiles.
  *
  * What changed from rung 1 (01_wmma.cu) and why:
  *  - Loads: 16-byte cp.async.cg (L2 only) into STAGES = 4 ring slots, issued STAGES - 1 k-tiles
@@ -30,8 +31,39 @@
  *    32 shared-memory W rows are 16 gate rows j.. and the 16 up rows F + j.., so accumulator block
  *    ni and ni + 2 are gate and up of the same outputs in the same thread; no shared-memory
  *    hand-over as in rung 1.
+ * Rung 04 (same kernel, template CS = 2, 4, 8; TINFER_GEMM_BF16_MMA_SPLITK): split-K for shapes
+ * whose tiles cannot fill the SMs, with no workspace (the API allocates nothing) and no atomics
+ * (deterministic). The CS blocks of a thread-block cluster (grid x = tile column * CS + rank)
+ * compute the same output tile over CS contiguous shares of the k-tiles; after the main loop each
+ * block stores its FP32 partial tile into its own drained ring (row stride BN + MS_PAD), cluster
+ * barrier, then block `rank` sums rows [rank * BM / CS, (rank + 1) * BM / CS) over the CS
+ * partials in rank order through DSMEM (cluster.map_shared_rank, float4 reads) and runs the fused
+ * epilogue (bf16_epi.cuh) on its slice; a second cluster barrier keeps every block's shared
+ * memory alive until its peers have read it. Same pattern as decode rung 06 (05_cp_async.cu).
+ * Auto pick: cfg as above, except 128 x 64 for long K and M > 64 (one block row streams each W
+ * tile); CS the largest of 8/4/2 with tiles * CS <= 4 64x64-units per SM and >= 2 k-tiles per
+ * block (bf16.h, TINFER_GEMM_BF16_SPLITK_*). Registers: 72 (cfg 0), 160 (cfg 1), 124 (cfg 2),
+ * no spills. Why not a workspace + second pass: that needs a caller-provided buffer (API change)
+ * or atomics (non-deterministic, and Y must be zeroed first, another launch); the cluster keeps
+ * the partials on chip and adds ~1-2 us per call (two cluster barriers and BM x BN x 4 bytes of
+ * DSMEM per block).
+ * Measured, run 1 of rung 04 (H200, 2026-12-02 15:40 UTC, `tinfer-bench-gemm-bf16 splitk`, median,
+ * cuBLAS / cublasLt in the same run; us): Llama-3-8B QKV M = 32 / 64: 24.3 / 25.6 (rung 02 42.8 /
+ * 44.0, cuBLAS 17.2); QKV M = 128: 35.2 (wgmma 45.7, cuBLAS 17.9); down M = 32 / 64: 54.8 / 57.5
+ * (rung 02 125 / 128, cuBLAS 33.8 / 36.9); down M = 128 with 128 x 64 tiles, CS 4: 71.3 (64 x 64
+ * tiles: 84-91; rung 02 128, cuBLAS 38.0). At M = 512 (64-96 wgmma tiles) the split does not
+ * help (QKV 83-111 vs wgmma 48): rung 03 stays. SmolLM2 K = 576 shapes at M = 32..512: 5.5-8.8 us
+ * with CS 4-8 (rung 02 9.4-10.5; cuBLAS 8.3-21, cublasLt 8.3-16.4).
+ * Run 2 (same day 15:50 UTC, the committed auto rule, dispatcher "auto" vs the better of cuBLAS /
+ * cublasLt): SmolLM2 down M = 128 7.6 us (rung 02 17.5; 123%), M = 512 11.2 (17.9; 90%); QKV /
+ * O M = 128 6.5 / 6.2 (153% / 165%), M = 512 9.0 / 7.9 (110% / 124%); Llama-3-8B QKV M = 32 /
+ * 64 / 128 24.8 / 26.1 / 34.6 (70 / 66 / 51%), down 54.9 / 61.8 / 72.4 (62 / 60 / 53%; rung 02
+ * or wgmma before: 124 / 127 / 137). Not won: every SmolLM2 shape at M = 2048 (wgmma / rung 02,
+ * 39-70%), gate/up M = 512 (68%), the LM head.
  * Constraints: K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0, X/W 16-byte aligned (bf16.h); sm_80+
- * (cp.async, ldmatrix, bf16 mma); the portable PTX target below sm_80 gets a trap.
+ * (cp.async, ldmatrix, bf16 mma), rung 04 sm_90 (clusters); the portable PTX target below sm_80
+ * gets a trap, and rung 04 below sm_90 too (its launcher refuses there: UNSUPPORTED, or rung 02
+ * for the auto split).
  * Measured (H200, 2026-12-02 14:36 UTC, `tinfer-bench-gemm-bf16 prefill`, median, cuBLAS in the
  * same run; full table in gemm/NOTES.md "Prefill rung 2: mma.sync"). Registers (ptxas, sm_90a):
  * cfg 0 80, cfg 1 163, cfg 2 128, no spills.
@@ -51,18 +83,31 @@
 #include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 
+#include <cooperative_groups.h>
+#include <string.h>
+
 #define MS_BK 32    /* BF16 per shared row: 64 bytes = four 16-byte chunks */
 #define MS_STAGES 4 /* ring depth; wait_group MS_STAGES - 2 leaves 2 k-tiles in flight */
 /* Up to this K the 64 x 64 config was the fastest of the three at every SmolLM2 shape and
  * M = 32..2048 (K = 576, 1536; even at 1536 tiles), measured 2026-12-02 (gemm/NOTES.md). */
 #define MS_SHORT_K 1536
+/* Split-K partial tile row padding (floats): row stride BN + 8 puts the 8 rows g = 0..7 that one
+ * accumulator float2 store touches at banks 8g mod 32, so a warp's 256 bytes go in the minimum two
+ * wavefronts (stride BN alone puts all 8 rows on the same banks: 8-way conflict); 16-byte row
+ * alignment for the float4 reduction reads is kept. */
+#define MS_PAD 8
 
 template <int BM, int BN, int WARPS_M, int WARPS_N> struct ms_cfg {
     static constexpr int threads = 32 * WARPS_M * WARPS_N;
+    static constexpr int bm = BM, bn = BN, warps_n = WARPS_N;
     static constexpr int wtm = BM / WARPS_M, wtn = BN / WARPS_N; /* warp tile */
     static constexpr int mi = wtm / 16, ni = wtn / 8;            /* m16 x n8 blocks per warp */
     static constexpr int stage_bytes = (BM + BN) * MS_BK * 2;
     static constexpr int smem_bytes = MS_STAGES * stage_bytes;
+    /* split-K (rung 04): the FP32 partial tile reuses the ring; rows padded by MS_PAD floats */
+    static constexpr int part_ld = BN + MS_PAD;
+    static constexpr int part_bytes = BM * part_ld * 4;
+    static constexpr int split_smem_bytes = smem_bytes > part_bytes ? smem_bytes : part_bytes;
     static_assert(ni % 4 == 0,
                   "ldmatrix.x4 feeds n8 pairs; SwiGLU splits ni in gate/up halves of pairs");
     static_assert((BM * 4) % threads == 0 && (BN * 4) % threads == 0, "whole chunks per thread");
@@ -96,7 +141,102 @@ static __device__ __forceinline__ void ms_mma(float *c, const uint32_t *a, uint3
 }
 #endif
 
-template <int BM, int BN, int WARPS_M, int WARPS_N>
+/* Outputs (m, col .. col + 3) from accumulators g (and u, SwiGLU), col even; the ragged end of
+ * the row (col + 3 >= nout) stores what is in range. */
+static __device__ __forceinline__ void ms_store4(const tinfer_gemm_bf16_args &a, bool vec, int64_t m,
+                                                 int64_t col, int64_t nout, float4 g, float4 u) {
+    if (col + 3 < nout) {
+        tinfer_bf16_epi_store2(a, vec, m, col, g.x, u.x, g.y, u.y);
+        tinfer_bf16_epi_store2(a, vec, m, col + 2, g.z, u.z, g.w, u.w);
+        return;
+    }
+    const float gs[4] = {g.x, g.y, g.z, g.w}, us[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        if (col + e < nout) tinfer_bf16_epi_store(a, m, col + e, gs[e], us[e]);
+}
+
+/* Split-K finish (rung 04), after the main loop of every block of the cluster: each block leaves
+ * its FP32 partial tile in its own shared memory (the drained ring), the cluster barrier
+ * publishes it, block `rank` sums rows [rank * BM / CS, (rank + 1) * BM / CS) of the CS partials
+ * in rank order (deterministic) through DSMEM and runs the fused epilogue on them; a second
+ * cluster barrier keeps every block's shared memory alive until its peers have read it.
+ * Partial layout: row = tile row, column = the tile's W-row slot (for SwiGLU warp column w holds
+ * gate rows in slots w * wtn + [0, wtn/2) and the matching up rows in the next wtn/2 slots). */
+template <typename C, int CS>
+static __device__ __forceinline__ void ms_split_reduce(const tinfer_gemm_bf16_args &a, bool vec,
+                                                       float (&acc)[C::mi][C::ni][4],
+                                                       uint8_t *smem, int rank, int64_t m0,
+                                                       int64_t jb) {
+#if __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    constexpr int BM = C::bm, BN = C::bn, LD = C::part_ld, T = C::threads;
+    constexpr int RS = BM / CS; /* rows this block finishes */
+    static_assert(BM % CS == 0, "row slices");
+    float *part = (float *)smem;
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int wm = warp / C::warps_n, wn = warp % C::warps_n, g = lane / 4, t = lane % 4;
+    __syncthreads(); /* every warp is done with the ring before it is overwritten */
+#pragma unroll
+    for (int i = 0; i < C::mi; i++)
+#pragma unroll
+        for (int j = 0; j < C::ni; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int r = wm * C::wtm + i * 16 + g + 8 * h, c = wn * C::wtn + j * 8 + 2 * t;
+                *(float2 *)&part[r * LD + c] = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+            }
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync(); /* all partials written (cluster barrier: release / acquire) */
+    const float *peer[CS];
+#pragma unroll
+    for (int p = 0; p < CS; p++)
+        peer[p] = cl.map_shared_rank(part, p);
+    const int64_t nout = tinfer_gemm_bf16_nout(a);
+    if (a.swiglu) {
+        /* a quad of 4 gate slots and the 4 up slots wtn/2 further on -> 4 outputs */
+        constexpr int H = C::wtn / 2, QPR = BN / 8; /* gate quads per row */
+        for (int q = tid; q < RS * QPR; q += T) {
+            const int rl = rank * RS + q / QPR, e = q % QPR;
+            const int w = 4 * e / H, qq = 4 * e % H;
+            const int gs = w * C::wtn + qq, us = gs + H;
+            const int64_t m = m0 + rl, col = jb + w * H + qq;
+            if (m >= a.M || col >= nout) continue;
+            float4 gv = make_float4(0.f, 0.f, 0.f, 0.f), uv = gv;
+#pragma unroll
+            for (int p = 0; p < CS; p++) {
+                const float4 x = *(const float4 *)&peer[p][rl * LD + gs];
+                const float4 y = *(const float4 *)&peer[p][rl * LD + us];
+                gv.x += x.x; gv.y += x.y; gv.z += x.z; gv.w += x.w;
+                uv.x += y.x; uv.y += y.y; uv.z += y.z; uv.w += y.w;
+            }
+            ms_store4(a, vec, m, col, nout, gv, uv);
+        }
+    } else {
+        constexpr int QPR = BN / 4;
+        for (int q = tid; q < RS * QPR; q += T) {
+            const int rl = rank * RS + q / QPR, c = 4 * (q % QPR);
+            const int64_t m = m0 + rl, col = jb + c;
+            if (m >= a.M || col >= nout) continue;
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+            for (int p = 0; p < CS; p++) {
+                const float4 x = *(const float4 *)&peer[p][rl * LD + c];
+                v.x += x.x; v.y += x.y; v.z += x.z; v.w += x.w;
+            }
+            ms_store4(a, vec, m, col, nout, v, make_float4(0.f, 0.f, 0.f, 0.f));
+        }
+    }
+    cl.sync(); /* peers may still be reading this block's partial */
+#else
+    (void)a; (void)vec; (void)acc; (void)smem; (void)rank; (void)m0; (void)jb;
+    __trap();
+#endif
+}
+
+/* CS = 1: rung 02. CS = 2, 4, 8: rung 04, the CS blocks of a cluster (grid x = tile column * CS
+ * + rank) split the k-tiles of one output tile; see the split-K section of the header. */
+template <int BM, int BN, int WARPS_M, int WARPS_N, int CS>
 static __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
     mma_sync_kernel(tinfer_gemm_bf16_args a, int32_t vec) {
 #if __CUDA_ARCH__ >= 800
@@ -109,7 +249,8 @@ static __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
     const int64_t F = a.N / 2, nout = a.swiglu ? F : a.N;
     const int64_t m0 = (int64_t)blockIdx.y * BM;
-    const int64_t jb = (int64_t)blockIdx.x * (a.swiglu ? BN / 2 : BN); /* first output column */
+    const int rank = CS > 1 ? (int)(blockIdx.x % CS) : 0;
+    const int64_t jb = (int64_t)(blockIdx.x / CS) * (a.swiglu ? BN / 2 : BN); /* first output column */
     const int64_t K = a.K;
 
     /* Per-thread source rows, fixed over the k-loop. T % 4 == 0, so chunk column = tid % 4. */
@@ -139,11 +280,13 @@ static __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
         }
         bsrc[i] = bok[i] ? a.W + wrow * a.ldw + cc * 8 : a.W;
     }
-    const int64_t ktiles = (K + MS_BK - 1) / MS_BK;
-    auto load_stage = [&](int64_t kt) {
+    const int64_t ktiles_all = (K + MS_BK - 1) / MS_BK;
+    /* this block's k-tiles [kt0, kt0 + ktiles): an even share of the CS-way split (may be 0) */
+    const int64_t kt0 = ktiles_all * rank / CS, ktiles = ktiles_all * (rank + 1) / CS - kt0;
+    auto load_stage = [&](int64_t kt) { /* kt counts from kt0 */
         const int slot = (int)(kt % MS_STAGES);
         const uint32_t sa = sbase + slot * C::stage_bytes, sb = sa + BM * MS_BK * 2;
-        const int64_t k = kt * MS_BK;
+        const int64_t k = (kt0 + kt) * MS_BK;
         const bool kok = k + cc * 8 < K;
 #pragma unroll
         for (int i = 0; i < NA; i++) {
@@ -205,6 +348,10 @@ static __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
         }
     }
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    if (CS > 1) {
+        ms_split_reduce<C, CS>(a, vec != 0, acc, ms_smem, rank, m0, jb);
+        return;
+    }
 
     /* Epilogue from registers: block (i, j) element pair h holds row g + 8h, columns 2t, 2t + 1. */
     const int g = lane / 4, t = lane % 4;
@@ -255,24 +402,106 @@ static int64_t ms_tiles(int c, int64_t M, int64_t nout, int swiglu) {
     return ((M + ms_bm[c] - 1) / ms_bm[c]) * ((nout + bn - 1) / bn);
 }
 
-tinfer_status tinfer_gemm_bf16_mma(const tinfer_gemm_bf16_args *a, int32_t cfg, cudaStream_t s,
-                                   tinfer_err *err) {
+/* Per-device facts read once (16 devices per host at most): SM count, compute capability major,
+ * and whether the > 48 KB dynamic shared memory attributes were set. */
+static int ms_dev_sms[16], ms_dev_major[16], ms_dev_attr[16];
+
+/* One config, one split: grid (tile columns * CS, tile rows); CS > 1 launches clusters of CS
+ * blocks along x. Shared memory: the ring, or the partial tile when that is larger (cfg 2). */
+template <typename C, int CS>
+static tinfer_status ms_launch(const tinfer_gemm_bf16_args *a, int64_t gm, int64_t gn, int32_t vec,
+                               cudaStream_t s, tinfer_err *err) {
     tinfer_status status = TINFER_OK;
-    int dev = 0, n_sm = 0;
-    static int smem_set_for = -1;
-    static int dev_sms[16]; /* per-device SM count, read once: 16 devices per host at most */
-    TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
-    if (dev < 0 || dev >= 16 || !dev_sms[dev]) {
-        TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
-        if (dev >= 0 && dev < 16) dev_sms[dev] = n_sm;
+    const int smem = CS > 1 ? C::split_smem_bytes : C::smem_bytes;
+    const dim3 grid((unsigned)(gn * CS), (unsigned)gm);
+    if (CS == 1) {
+        mma_sync_kernel<C::bm, C::bn, C::bm / C::wtm, C::warps_n, 1>
+            <<<grid, C::threads, smem, s>>>(*a, vec);
     } else {
-        n_sm = dev_sms[dev];
+        cudaLaunchConfig_t lc;
+        cudaLaunchAttribute attr[1];
+        memset(&lc, 0, sizeof lc);
+        lc.gridDim = grid;
+        lc.blockDim = dim3(C::threads);
+        lc.dynamicSmemBytes = (size_t)smem;
+        lc.stream = s;
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = CS;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, mma_sync_kernel<C::bm, C::bn, C::bm / C::wtm, C::warps_n, CS>,
+                                                *a, vec));
+    }
+    TINFER_CUDA_LAUNCH_CHECK(err, "mma_sync_kernel");
+cleanup:
+    return status;
+}
+
+template <typename C>
+static tinfer_status ms_launch_cs(const tinfer_gemm_bf16_args *a, int cs, int64_t gm, int64_t gn,
+                                  int32_t vec, cudaStream_t s, tinfer_err *err) {
+    switch (cs) {
+    case 1: return ms_launch<C, 1>(a, gm, gn, vec, s, err);
+    case 2: return ms_launch<C, 2>(a, gm, gn, vec, s, err);
+    case 4: return ms_launch<C, 4>(a, gm, gn, vec, s, err);
+    default: return ms_launch<C, 8>(a, gm, gn, vec, s, err);
+    }
+}
+
+/* cfg 2's 64 KB ring and its 68 KB split partial tile are over the 48 KB default. */
+template <typename C, int CS> static cudaError_t ms_smem_attr(void) {
+    return cudaFuncSetAttribute(mma_sync_kernel<C::bm, C::bn, C::bm / C::wtm, C::warps_n, CS>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                CS > 1 ? C::split_smem_bytes : C::smem_bytes);
+}
+
+/* The split-K factor for rung 04's auto pick (bf16.h, TINFER_GEMM_BF16_SPLITK_*): the largest of
+ * 8, 4, 2 that keeps tiles * CS, counted in 64 x 64 tile units, within CTAS_PER_SM per SM and
+ * every block at least MIN_KTILES k-tiles; 1 (no split) if none. */
+static int ms_pick_split(int cfg, int64_t tiles, int64_t K, int n_sm) {
+    const int64_t kt = (K + MS_BK - 1) / MS_BK, units = (ms_bm[cfg] / 64) * (ms_bn[cfg] / 64);
+    for (int cs = 8; cs >= 2; cs /= 2)
+        if (tiles * cs * units <= (int64_t)TINFER_GEMM_BF16_SPLITK_CTAS_PER_SM * n_sm &&
+            kt >= (int64_t)cs * TINFER_GEMM_BF16_SPLITK_MIN_KTILES)
+            return cs;
+    return 1;
+}
+
+tinfer_status tinfer_gemm_bf16_mma_split(const tinfer_gemm_bf16_args *a, int32_t cfg, int32_t cs,
+                                         cudaStream_t s, tinfer_err *err) {
+    tinfer_status status = TINFER_OK;
+    int dev = 0, n_sm = 0, major = 0;
+    TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
+    if (dev >= 0 && dev < 16 && ms_dev_sms[dev]) {
+        n_sm = ms_dev_sms[dev];
+        major = ms_dev_major[dev];
+    } else {
+        TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
+        TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        if (dev >= 0 && dev < 16) {
+            ms_dev_sms[dev] = n_sm;
+            ms_dev_major[dev] = major;
+        }
     }
     if (cfg < TINFER_GEMM_BF16_MMA_CFG_AUTO || cfg > 2)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
                               "gemm_bf16 mma_sync: unknown tile config %d", (int)cfg);
+    if (cs != TINFER_GEMM_BF16_MMA_SPLIT_AUTO && cs != 1 && cs != 2 && cs != 4 && cs != 8)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
+                              "gemm_bf16 mma_sync: split-K factor %d (1, 2, 4 or 8)", (int)cs);
+    if (cs != 1 && major < 9) {
+        if (cs != TINFER_GEMM_BF16_MMA_SPLIT_AUTO)
+            return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED,
+                                  "gemm_bf16 mma_sync split-K: thread-block clusters need sm_90 "
+                                  "(device is sm_%d*)",
+                                  major);
+        cs = 1; /* auto off Hopper: rung 02 */
+    }
     {
         const int64_t nout = tinfer_gemm_bf16_nout(*a);
+        const bool cfg0_auto = cfg == TINFER_GEMM_BF16_MMA_CFG_AUTO;
         if (cfg == TINFER_GEMM_BF16_MMA_CFG_AUTO) {
             /* Tile pick (header): cfg 0 for K <= MS_SHORT_K; otherwise the largest config with
              * at least 1.5 waves of tiles (2 * tiles >= 3 * SMs), else cfg 0. */
@@ -284,37 +513,39 @@ tinfer_status tinfer_gemm_bf16_mma(const tinfer_gemm_bf16_args *a, int32_t cfg, 
                         break;
                     }
         }
+        if (cs == TINFER_GEMM_BF16_MMA_SPLIT_AUTO) {
+            /* Long K with more than one 64-row tile: 128 x 64 tiles, so that each W tile is
+             * streamed by one block row (Llama-3-8B down M = 128: 71 us vs 84-91 with 64 x 64). */
+            if (cfg0_auto && cfg == 0 && a->K > MS_SHORT_K && a->M > 64) cfg = 1;
+            cs = ms_pick_split(cfg, ms_tiles(cfg, a->M, nout, a->swiglu), a->K, n_sm);
+        }
         const int64_t bn = a->swiglu ? ms_bn[cfg] / 2 : ms_bn[cfg];
         const int64_t gm = (a->M + ms_bm[cfg] - 1) / ms_bm[cfg], gn = (nout + bn - 1) / bn;
-        if (gm > 65535 || gn > 0x7fffffff)
+        if (gm > 65535 || gn * cs > 0x7fffffff)
             return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
                                   "gemm_bf16 mma_sync: M=%lld N=%lld too large", (long long)a->M,
                                   (long long)a->N);
-        if (smem_set_for != dev) {
-            /* cfg 2's 64 KB is over the 48 KB default for dynamic shared memory */
-            TINFER_CUDA_TRY(err, cudaFuncSetAttribute(mma_sync_kernel<128, 128, 2, 4>,
-                                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                      ms_cfg2::smem_bytes));
-            smem_set_for = dev;
+        if (dev >= 0 && dev < 16 && !ms_dev_attr[dev]) {
+            TINFER_CUDA_TRY(err, (ms_smem_attr<ms_cfg2, 1>()));
+            if (major >= 9) {
+                TINFER_CUDA_TRY(err, (ms_smem_attr<ms_cfg2, 2>()));
+                TINFER_CUDA_TRY(err, (ms_smem_attr<ms_cfg2, 4>()));
+                TINFER_CUDA_TRY(err, (ms_smem_attr<ms_cfg2, 8>()));
+            }
+            ms_dev_attr[dev] = 1;
         }
-        const dim3 grid((unsigned)gn, (unsigned)gm);
         const int32_t vec = tinfer_bf16_epi_vec_ok(*a) ? 1 : 0;
         switch (cfg) {
-        case 0:
-            mma_sync_kernel<64, 64, 2, 2>
-                <<<grid, ms_cfg0::threads, ms_cfg0::smem_bytes, s>>>(*a, vec);
-            break;
-        case 1:
-            mma_sync_kernel<128, 64, 2, 2>
-                <<<grid, ms_cfg1::threads, ms_cfg1::smem_bytes, s>>>(*a, vec);
-            break;
-        default:
-            mma_sync_kernel<128, 128, 2, 4>
-                <<<grid, ms_cfg2::threads, ms_cfg2::smem_bytes, s>>>(*a, vec);
-            break;
+        case 0: return ms_launch_cs<ms_cfg0>(a, cs, gm, gn, vec, s, err);
+        case 1: return ms_launch_cs<ms_cfg1>(a, cs, gm, gn, vec, s, err);
+        default: return ms_launch_cs<ms_cfg2>(a, cs, gm, gn, vec, s, err);
         }
-        TINFER_CUDA_LAUNCH_CHECK(err, "mma_sync_kernel");
     }
 cleanup:
     return status;
+}
+
+tinfer_status tinfer_gemm_bf16_mma(const tinfer_gemm_bf16_args *a, int32_t cfg, cudaStream_t s,
+                                   tinfer_err *err) {
+    return tinfer_gemm_bf16_mma_split(a, cfg, 1, s, err);
 }

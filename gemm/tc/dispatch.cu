@@ -6,12 +6,12 @@
  * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M, or M <= TINFER_GEMM_BF16_SMALL_W_MAX_M with a weight of
  * at most TINFER_GEMM_BF16_SMALL_W_BYTES (bf16.h) -> the decode GEMV (rung 05, split-K mma fed by
  * cp.async; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 04 for short wide weights);
- * otherwise, on sm_90, the mma.sync kernel (rung 02, small tiles) when the wgmma kernel's
- * 128 x 256 tiles would fill under a quarter of the SMs (TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV) and
- * K is short or M small (TINFER_GEMM_BF16_MMA_SHORT_K / _LONG_K_MAX_M), else the wgmma kernel
+ * otherwise, on sm_90, the split-K mma.sync kernel (rung 04: rung 02's small tiles with K split
+ * over a thread-block cluster, its own split pick) when the wgmma kernel's 128 x 256 tiles would
+ * fill under a quarter of the SMs (TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV), else the wgmma kernel
  * (rung 03); the WMMA kernel off sm_90. The thresholds come from the
  * sweeps recorded in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=
- * gemv|gemm forces the path for AUTO calls, =mma|wgmma|wmma the GEMM path with that rung; an
+ * gemv|gemm forces the path for AUTO calls, =mma|split|wgmma|wmma the GEMM path with that rung; an
  * explicit path argument overrides the path (the rung switch still applies to the GEMM path).
  */
 #include "gemm/bf16.h"
@@ -69,12 +69,14 @@ extern "C" tinfer_status tinfer_gemm_bf16_tc(tinfer_gemm_bf16_kernel kernel, con
     case TINFER_GEMM_BF16_WMMA: return tinfer_gemm_bf16_wmma(a, stream, err);
     case TINFER_GEMM_BF16_MMA_SYNC: return tinfer_gemm_bf16_mma(a, TINFER_GEMM_BF16_MMA_CFG_AUTO, stream, err);
     case TINFER_GEMM_BF16_WGMMA_WS: return tinfer_gemm_bf16_wgmma_ws(a, stream, err);
+    case TINFER_GEMM_BF16_MMA_SPLITK:
+        return tinfer_gemm_bf16_mma_split(a, TINFER_GEMM_BF16_MMA_CFG_AUTO, TINFER_GEMM_BF16_MMA_SPLIT_AUTO, stream, err);
     }
     return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown kernel %d", (int)kernel);
 }
 
 /* TINFER_GEMM_FORCE, read once: 0 none, 1 gemv, 2 gemm, 3 gemm with rung 02 (mma), 4 with rung
- * 03 (wgmma), 5 with rung 01 (wmma). */
+ * 03 (wgmma), 5 with rung 01 (wmma), 6 with rung 04 (split: mma.sync split-K over a cluster). */
 static int gemm_force(void) {
     static int cached = -1;
     if (cached < 0) {
@@ -85,6 +87,7 @@ static int gemm_force(void) {
                  : !strcmp(s, "mma")   ? 3
                  : !strcmp(s, "wgmma") ? 4
                  : !strcmp(s, "wmma")  ? 5
+                 : !strcmp(s, "split") ? 6
                                        : 0;
     }
     return cached;
@@ -116,6 +119,7 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
     if (f == 3) return TINFER_GEMM_BF16_MMA_SYNC;
     if (f == 4) return TINFER_GEMM_BF16_WGMMA_WS;
     if (f == 5) return TINFER_GEMM_BF16_WMMA;
+    if (f == 6) return TINFER_GEMM_BF16_MMA_SPLITK;
     int major, n_sm;
     device_info(&major, &n_sm);
     if (major != 9) return TINFER_GEMM_BF16_WMMA;
@@ -124,8 +128,7 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
     const int64_t tiles = ((a->M + TINFER_GEMM_BF16_WGMMA_TILE_M - 1) / TINFER_GEMM_BF16_WGMMA_TILE_M) *
                           ((nout + bn - 1) / bn);
     const bool few_tiles = tiles * TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV < (int64_t)n_sm;
-    const bool short_or_thin = a->K <= TINFER_GEMM_BF16_MMA_SHORT_K || a->M <= TINFER_GEMM_BF16_MMA_LONG_K_MAX_M;
-    return few_tiles && short_or_thin ? TINFER_GEMM_BF16_MMA_SYNC : TINFER_GEMM_BF16_WGMMA_WS;
+    return few_tiles ? TINFER_GEMM_BF16_MMA_SPLITK : TINFER_GEMM_BF16_WGMMA_WS;
 }
 
 extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K) {

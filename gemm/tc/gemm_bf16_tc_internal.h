@@ -13,6 +13,13 @@ tinfer_status tinfer_gemm_bf16_wmma(const tinfer_gemm_bf16_args *a, cudaStream_t
  * has run tinfer_gemm_bf16_check. */
 #define TINFER_GEMM_BF16_MMA_CFG_AUTO (-1)
 tinfer_status tinfer_gemm_bf16_mma(const tinfer_gemm_bf16_args *a, int32_t cfg, cudaStream_t s, tinfer_err *err);
+/* Rung 4 (same file): rung 2 with K split over a thread-block cluster of cs = 2, 4 or 8 blocks
+ * (sm_90; UNSUPPORTED elsewhere), reduced through distributed shared memory; cs = 1 is rung 2;
+ * cs = TINFER_GEMM_BF16_MMA_SPLIT_AUTO picks from the tile count (bf16.h, TINFER_GEMM_BF16_SPLITK_*)
+ * and falls back to rung 2 off sm_90. cfg as above. The caller has run tinfer_gemm_bf16_check. */
+#define TINFER_GEMM_BF16_MMA_SPLIT_AUTO 0
+tinfer_status tinfer_gemm_bf16_mma_split(const tinfer_gemm_bf16_args *a, int32_t cfg, int32_t cs, cudaStream_t s,
+                                         tinfer_err *err);
 
 /* The wgmma kernel's CTA tile (WS_BM x WS_BN in 03_wgmma_ws.cu; keep equal): the dispatcher counts
  * its tiles to decide whether it fills the GPU. */

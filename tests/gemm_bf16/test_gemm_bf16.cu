@@ -8,7 +8,10 @@
  * within the documented bound; no NaN inside the output box (the output is pre-filled with a NaN
  * sentinel, so an unwritten element fails too); guard bands before/after the buffer and the
  * padding columns of every row keep the sentinel bit pattern. Large M compares a sample of rows.
- * Both dispatcher paths (forced GEMV and forced GEMM) run on the same inputs.
+ * Both dispatcher paths (forced GEMV and forced GEMM) run on the same inputs. Rung 04 (split-K
+ * over a cluster) runs through its entry (auto split) and with each tile config x split factor
+ * forced, including K so short that some blocks of a cluster get no k-tile. An optional second
+ * argument NAME runs only the runners whose name contains NAME (e.g. `quick split`).
  * Usage: test-gemm-bf16 [quick]   (quick: the reduced set run under compute-sanitizer)
  * Exit: 0 pass, 1 fail, 77 no GPU (ctest reports skipped).
  */
@@ -34,6 +37,7 @@
 #define GUARD 256
 
 static int g_fail = 0, g_cases = 0;
+static const char *g_only = NULL; /* runner name filter (argv[2]) */
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 
 static uint32_t rnd_u32(void) {
@@ -72,6 +76,10 @@ typedef struct runner {
 static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
     if (r->kind == 'v') return tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)r->id, a, s, err);
     if (r->kind == 't') return tinfer_gemm_bf16_tc((tinfer_gemm_bf16_kernel)r->id, a, s, err);
+    if (r->kind == 's') { /* rung 04: tile config id / 10, split factor id % 10 */
+        const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
+        return st != TINFER_OK ? st : tinfer_gemm_bf16_mma_split(a, r->id / 10, r->id % 10, s, err);
+    }
     if (r->kind == 'm') {
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
         return st != TINFER_OK ? st : tinfer_gemm_bf16_mma(a, r->id, s, err);
@@ -230,6 +238,7 @@ static void run_case(const test_case &c, const runner *runners, int nrun, cudaSt
     CK(cudaMemcpy(dB, B.data(), B.size() * 2, cudaMemcpyHostToDevice));
     std::vector<uint8_t> out(ybytes);
     for (int r = 0; r < nrun; r++) {
+        if (g_only && !strstr(runners[r].name, g_only)) continue;
         CK(cudaMemcpy(dY, Y0.data(), ybytes, cudaMemcpyHostToDevice));
         tinfer_gemm_bf16_args a;
         memset(&a, 0, sizeof a);
@@ -334,6 +343,7 @@ static void bad_args(void) {
 
 int main(int argc, char **argv) {
     const bool quick = argc > 1 && !strcmp(argv[1], "quick");
+    if (argc > 2) g_only = argv[2];
     tinfer_device_info info;
     tinfer_err err;
     tinfer_status st = tinfer_device_probe(0, &info, &err);
@@ -355,7 +365,12 @@ int main(int argc, char **argv) {
     const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"}, {'v', 5, "gemv05"}, {'v', 6, "gemv06"}};
     /* rung 02 runs through its entry (auto tile config) and with each tile config forced */
     const runner gemm_all[] = {{'t', 1, "wmma"},          {'t', 2, "mma"},           {'m', 0, "mma64x64"},
-                               {'m', 1, "mma128x64"},     {'m', 2, "mma128x128"},    {'t', 3, "wgmma"}};
+                               {'m', 1, "mma128x64"},     {'m', 2, "mma128x128"},    {'t', 3, "wgmma"},
+                               /* rung 04 (split-K over a cluster): entry (auto), config x split factor */
+                               {'t', 4, "split"},         {'s', 2, "split64x64/2"},  {'s', 4, "split64x64/4"},
+                               {'s', 8, "split64x64/8"},  {'s', 12, "split128x64/2"}, {'s', 14, "split128x64/4"},
+                               {'s', 18, "split128x64/8"}, {'s', 22, "split128x128/2"}, {'s', 24, "split128x128/4"},
+                               {'s', 28, "split128x128/8"}};
     const int n_gemm = (int)(sizeof gemm_all / sizeof gemm_all[0]);
     const runner paths[] = {{'d', TINFER_GEMM_BF16_PATH_GEMV, "path=gemv"}, {'d', TINFER_GEMM_BF16_PATH_GEMM, "path=gemm"}};
     const tinfer_dtype BF = TINFER_DTYPE_BF16, F = TINFER_DTYPE_F32;
@@ -387,6 +402,9 @@ int main(int argc, char **argv) {
         {129, 257, 72, F, 1, 0, 0},      {300, 700, 520, BF, 1, 1, 0},    {200, 2 * 300, 576, BF, 1, 0, 1},
         {64, 2 * 130, 128, F, 0, 1, 1},  {512, 1024, 1024, F, 0, 0, 0},   {2048, 2 * 1536, 576, BF, 0, 0, 1},
         {1000, 960, 576, BF, 1, 0, 0},   {2048, 576, 1536, BF, 0, 1, 0},  {4096, 4096, 4096, BF, 0, 0, 0},
+        /* long K for rung 04: ragged K (2056 = 64 k-tiles + 8; 1032), every epilogue, F32 */
+        {100, 520, 2056, F, 1, 1, 0},    {64, 2 * 200, 4096, BF, 1, 1, 1}, {48, 300, 14336, BF, 0, 1, 0},
+        {130, 2 * 96, 1032, F, 1, 1, 1},
     };
     for (const auto &c : pcases) {
         if (quick && (c.M * c.N * c.K > 300ll * 700 * 520)) continue;
@@ -398,7 +416,9 @@ int main(int argc, char **argv) {
                              /* the GEMV path's rung choice: 06 for K >= 8192, 04 for short wide W */
                              {4, 256, 8192, BF, 0, 1, 0}, {2, 16400, 576, BF, 1, 0, 0},
                              /* the GEMM path's rung choice: few wgmma tiles -> rung 02, many -> rung 03 */
-                             {128, 960, 576, BF, 1, 0, 0}, {2048, 2 * 1536, 576, BF, 0, 0, 1}};
+                             {128, 960, 576, BF, 1, 0, 0}, {2048, 2 * 1536, 576, BF, 0, 0, 1},
+                             /* few wgmma tiles and long K: rung 04 with its automatic split */
+                             {64, 1024, 8192, BF, 0, 1, 0}, {200, 2 * 512, 4096, BF, 1, 0, 1}};
     for (const auto &c : dpc) {
         if (quick && (c.M > 8 || c.N * c.K > 2000000)) continue;
         run_case(c, paths, 2, s);
