@@ -38,7 +38,8 @@ typedef enum tinfer_sgemm_rung {
     TINFER_SGEMM_PIPELINED = 10,  /* cp.async multi-stage + register double buffer + swizzle */
     TINFER_SGEMM_SPLITK = 11,     /* rung 10 with K split over blockIdx.z, atomic epilogue */
     TINFER_SGEMM_BANKFREE_XOR = 12, /* rung 7 with an XOR-swizzled layout instead of padding */
-    TINFER_SGEMM_N_RUNGS = 13     /* one past the last rung */
+    TINFER_SGEMM_LEAN = 13,       /* rung 10 with the copies' address arithmetic hoisted */
+    TINFER_SGEMM_N_RUNGS = 14     /* one past the last rung */
 } tinfer_sgemm_rung;
 
 /* Short name ("10_pipelined") and one-line technique of a rung; "?" for an unknown one. */

@@ -40,11 +40,11 @@ if ! skip tests; then
 fi
 
 if ! skip sanitizer; then
-  stamp "compute-sanitizer memcheck + racecheck (reduced test, rung 10 + 11 + 7 + 12)"
+  stamp "compute-sanitizer memcheck + racecheck (reduced test; racecheck on the shared-memory rungs)"
   {
     for tool in memcheck racecheck; do
       echo "---- $tool"
-      if [ $tool = memcheck ]; then sel=""; else sel="--rung 3,7,9,10,11,12"; fi
+      if [ $tool = memcheck ]; then sel=""; else sel="--rung 3,7,9,10,11,12,13"; fi
       timeout 100 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_gemm_fp32" --quick $sel \
         > "$OUT/san_$tool.tmp" 2>&1
       echo "$tool rc=$?"
@@ -74,19 +74,22 @@ stamp "bench NN: all rungs, key sizes + sweep"
 echo "bench nn rc=$?"; grep -E "^(device|size|FAIL|error)" "$OUT/bench_nn.tmp"
 
 stamp "bench NT (the runtime's layout): key sizes"
-"$BIN/tinfer-bench-gemm" --rung 0,5,7,8,9,10,11 --sizes 4096,4092,2048,8192 --layout nt \
+"$BIN/tinfer-bench-gemm" --rung 0,5,7,8,9,10,11,13 --sizes 4096,4092,2048,8192 --layout nt \
   --tune-file "$TUNE" --cap 0.3 --iters 5,100 --json "$OUT/bench-nt.json" > "$OUT/bench_nt.tmp" 2>&1
 echo "bench nt rc=$?"; grep -E "^(size|FAIL|error)" "$OUT/bench_nt.tmp"
 cat "$OUT/bench_nt.tmp" | sed -n '/^rung /,$p'
 rm -f "$OUT/bench_nt.tmp"
 
 if ! skip ncu; then
-  stamp "ncu: rung 9 (8x8/thread) and rung 10 (tuned tile) at 4096 NN, one launch each"
-  timeout 120 ncu --clock-control none -k regex:"sgemm_(warptile|pipelined)" --launch-skip 1 --launch-count 2 \
-    --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
-    --section WarpStateStats --section LaunchStats --section Occupancy \
-    "$BIN/tinfer-bench-gemm" --rung 9,10 --sizes 4096 --iters 1,1 --cap 0 --tune-file "$TUNE" 2>&1 \
-    | grep -vE "^==PROF==|^    -+|^\s*$" | head -200 >> "$OUT/run.log.tune"
+  stamp "ncu: cuBLAS, rung 10 and rung 13 (tuned tile) at 4096 NN, one launch each"
+  for kre in xmma sgemm_pipelined sgemm_lean; do
+    timeout 60 ncu --clock-control none -k regex:"$kre" --launch-count 1 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats \
+      --section WarpStateStats --section InstructionStats --section LaunchStats --section Occupancy \
+      --metrics smsp__inst_executed.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active \
+      "$BIN/tinfer-bench-gemm" --rung 0,10,13 --sizes 4096 --iters 1,1 --cap 0 --tune-file "$TUNE" 2>&1 \
+      | grep -vE "^==PROF==|^    -+|^\s*$" | head -120 >> "$OUT/run.log.tune"
+  done
   echo "ncu rc=$?"
 fi
 # details go to run.log only (not the console tail, which ends with the table)

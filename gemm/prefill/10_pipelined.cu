@@ -36,28 +36,22 @@
  * 44.5 TFLOP/s = 93.5%; 2048: 43.9 TFLOP/s = 87.5%; 8192: 44.9 TFLOP/s = 87.9%. NT: 4096: 39.8
  * TFLOP/s = 79.0%; 4092: 39.8 TFLOP/s = 75.9%; 2048: 39.1 TFLOP/s = 80.8%; 8192: 39.9 TFLOP/s
  * = 77.9%. Target 95% missed by ~8 points at 4096/8192 (see NOTES.md).
+ * Configs 13-19 are rung 13 (13_lean.cuh): these tiles with the copies' address arithmetic
+ * hoisted out of the K loop; that, not the memory pipeline, closed the gap to cuBLAS (run 5).
  * Configs 11-12 (natural-layout A/W tiles, 16-byte copies, no transposition; see the comment
  * above sgemm_pipe_nat) cut the loop's non-FFMA instructions by 4-13% and measured 11-12%
  * slower than config 2 on the 128x256 tile, ~1% slower than config 9 on 128x128 (run 4,
  * NOTES.md): the dispatcher keeps config 2; they stay as tuner candidates.
  */
+#include "gemm/prefill/13_lean.cuh"
 #include "gemm/prefill/warp_frag.cuh"
 
 #include <type_traits>
 
 namespace {
 
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int MI, int NI, int ST>
-struct Pipe {
-    static constexpr int T = WARPS_M * WARPS_N * 32;
-    static constexpr int LDA_S = BM + 4, LDB_S = BN + 4;
-    static constexpr int A_STAGE = BK * LDA_S, B_STAGE = BK * LDB_S;
-    static constexpr size_t SMEM = (size_t)ST * (A_STAGE + B_STAGE) * sizeof(float);
-    static_assert(BM == WARPS_M * MI * 32 && BN == WARPS_N * NI * 16, "warp tiling");
-    static_assert(T % BK == 0 && (BM * BK) % T == 0 && (BN * BK) % T == 0, "transposing copies");
-    static_assert(T % (BN / 4) == 0 && (BK * BN / 4) % T == 0, "16-byte copies of B (NN)");
-    static_assert(ST >= 2, "at least double buffering");
-};
+using tsg::Pipe;
+using tsg::sgemm_lean;
 
 /* Issues the copies of K tile `kt` (elements k0 = kt*BK ...) into one stage. */
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int MI, int NI, int ST, bool TB>
@@ -448,7 +442,27 @@ cleanup:
     return status;
 }
 
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int MI, int NI, int ST, int MINB>
+typedef void (*pipe_kernel_fn)(int, int, int, float, const float *, int64_t, const float *, int64_t,
+                               float, float *, int64_t, bool, int, int, int);
+
+/* The plain or the lean kernel of one tile (if constexpr: only the chosen one is instantiated). */
+template <bool lean, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int MI, int NI, int ST,
+          int MINB, bool TB>
+pipe_kernel_fn pick_kernel() {
+    if constexpr (lean) return sgemm_lean<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST, MINB, TB>;
+    else return sgemm_pipelined<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST, MINB, TB>;
+}
+
+/* 1 when every element offset the lean kernel forms (row * ld + k) fits in 32 bits. */
+static bool lean_offsets_ok(const tinfer_sgemm_args *a) {
+    const int64_t lim = (int64_t)1 << 32;
+    const int64_t a_max = (int64_t)a->M * a->lda + 64;
+    const int64_t b_max = a->trans_b ? (int64_t)a->N * a->ldb + 64 : 64 * a->ldb + a->N;
+    return a_max < lim && b_max < lim;
+}
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int MI, int NI, int ST, int MINB,
+          bool lean = false>
 tinfer_status launch_pipe(const tinfer_sgemm_args *a, int splits, cudaStream_t s,
                           tinfer_err *err) {
     using P = Pipe<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST>;
@@ -469,7 +483,7 @@ tinfer_status launch_pipe(const tinfer_sgemm_args *a, int splits, cudaStream_t s
      * between threads setting it twice is harmless). */
     static int opted[2];
     if (a->trans_b) {
-        auto k = sgemm_pipelined<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST, MINB, true>;
+        pipe_kernel_fn k = pick_kernel<lean, BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST, MINB, true>();
         if (P::SMEM > 48 * 1024 && !opted[1]) {
             TINFER_CUDA_TRY(err, cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                       (int)P::SMEM));
@@ -478,7 +492,7 @@ tinfer_status launch_pipe(const tinfer_sgemm_args *a, int splits, cudaStream_t s
         k<<<grid, P::T, P::SMEM, s>>>(a->M, a->N, a->K, a->alpha, a->A, a->lda, a->B, a->ldb,
                                       a->beta, a->C, a->ldc, c_vec, tiles_m, tiles_n, kt_per);
     } else {
-        auto k = sgemm_pipelined<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST, MINB, false>;
+        pipe_kernel_fn k = pick_kernel<lean, BM, BN, BK, WARPS_M, WARPS_N, MI, NI, ST, MINB, false>();
         if (P::SMEM > 48 * 1024 && !opted[0]) {
             TINFER_CUDA_TRY(err, cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                       (int)P::SMEM));
@@ -487,7 +501,7 @@ tinfer_status launch_pipe(const tinfer_sgemm_args *a, int splits, cudaStream_t s
         k<<<grid, P::T, P::SMEM, s>>>(a->M, a->N, a->K, a->alpha, a->A, a->lda, a->B, a->ldb,
                                       a->beta, a->C, a->ldc, c_vec, tiles_m, tiles_n, kt_per);
     }
-    TINFER_CUDA_LAUNCH_CHECK(err, "sgemm_pipelined");
+    TINFER_CUDA_LAUNCH_CHECK(err, lean ? "sgemm_lean" : "sgemm_pipelined");
 cleanup:
     return status;
 }
@@ -507,6 +521,13 @@ cleanup:
      (const void *)sgemm_pipe_nat<BM, BN, WMW, WNW, MI, NI, ST, MINB, false>,                      \
      (const void *)sgemm_pipe_nat<BM, BN, WMW, WNW, MI, NI, ST, MINB, true>}
 
+/* Lean main loop (same tiles and smem as R10_CFG). */
+#define R10_LEAN_CFG(BM, BN, BK, WMW, WNW, MI, NI, ST, MINB)                                       \
+    {BM, BN, BK, MI * 4, NI * 4, MI * 32, NI * 16, ST, WMW * WNW * 32,                             \
+     Pipe<BM, BN, BK, WMW, WNW, MI, NI, ST>::SMEM,                                                 \
+     (const void *)sgemm_lean<BM, BN, BK, WMW, WNW, MI, NI, ST, MINB, false>,                      \
+     (const void *)sgemm_lean<BM, BN, BK, WMW, WNW, MI, NI, ST, MINB, true>}
+
 /* X-macro: index, then template arguments. Keep in step with the switch below. */
 static const tinfer_sgemm_cfg k_r10_cfgs[] = {
     R10_CFG(128, 128, 8, 2, 4, 2, 2, 3, 2),  /* 0: 8x8/thread, 2 blocks/SM */
@@ -522,8 +543,29 @@ static const tinfer_sgemm_cfg k_r10_cfgs[] = {
     R10_CFG(128, 128, 16, 2, 2, 2, 4, 3, 2), /* 10: config 9 with half the barriers */
     R10_NAT_CFG(128, 256, 2, 4, 2, 4, 3, 1), /* 11: config 2, A (and W) in natural layout */
     R10_NAT_CFG(128, 128, 2, 2, 2, 4, 4, 2), /* 12: config 9, A (and W) in natural layout */
+    R10_LEAN_CFG(128, 256, 8, 2, 4, 2, 4, 3, 1),  /* 13: config 2, lean main loop */
+    R10_LEAN_CFG(128, 256, 8, 2, 4, 2, 4, 4, 1),  /* 14: config 8, lean main loop */
+    R10_LEAN_CFG(128, 256, 16, 2, 4, 2, 4, 3, 1), /* 15: config 6, lean main loop */
+    R10_LEAN_CFG(128, 128, 8, 2, 2, 2, 4, 4, 2),  /* 16: config 9, lean main loop */
+    R10_LEAN_CFG(128, 128, 16, 2, 2, 2, 4, 3, 2), /* 17: config 10, lean main loop */
+    R10_LEAN_CFG(256, 128, 8, 4, 2, 2, 4, 3, 1),  /* 18: config 3, lean main loop */
+    R10_LEAN_CFG(64, 128, 16, 2, 4, 1, 2, 4, 2),  /* 19: config 4, lean main loop */
 };
 enum { R10_N = (int)(sizeof k_r10_cfgs / sizeof k_r10_cfgs[0]) };
+
+/* Lean twin of each plain config and back (rung 13 <-> rung 10 with the same tile). */
+static const int k_lean_pairs[][2] = {{2, 13}, {8, 14}, {6, 15}, {9, 16}, {10, 17}, {3, 18}, {4, 19}};
+
+extern "C" int tinfer_sgemm_10_lean_twin(int config) {
+    for (size_t i = 0; i < sizeof k_lean_pairs / sizeof k_lean_pairs[0]; i++)
+        if (k_lean_pairs[i][0] == config || k_lean_pairs[i][1] == config) return k_lean_pairs[i][1];
+    return -1;
+}
+extern "C" int tinfer_sgemm_10_plain_twin(int config) {
+    for (size_t i = 0; i < sizeof k_lean_pairs / sizeof k_lean_pairs[0]; i++)
+        if (k_lean_pairs[i][0] == config || k_lean_pairs[i][1] == config) return k_lean_pairs[i][0];
+    return config;
+}
 
 extern "C" int tinfer_sgemm_10_n_configs(void) { return R10_N; }
 extern "C" const tinfer_sgemm_cfg *tinfer_sgemm_10_config(int i) {
@@ -555,6 +597,22 @@ extern "C" tinfer_status tinfer_sgemm_10_pipelined(const tinfer_sgemm_args *a, i
             return launch_pipe<128, 256, 8, 2, 4, 2, 4, 3, 1>(a, splits, s, err);
         if (config == 11) return launch_nat<128, 256, 2, 4, 2, 4, 3, 1>(a, splits, s, err);
         return launch_nat<128, 128, 2, 2, 2, 4, 4, 2>(a, splits, s, err);
+    /* Lean main loop; it needs 32-bit element offsets, else the plain kernel with the same
+     * tile runs (lean = false). */
+    case 13: return lean_offsets_ok(a) ? launch_pipe<128, 256, 8, 2, 4, 2, 4, 3, 1, true>(a, splits, s, err)
+                                 : launch_pipe<128, 256, 8, 2, 4, 2, 4, 3, 1>(a, splits, s, err);
+    case 14: return lean_offsets_ok(a) ? launch_pipe<128, 256, 8, 2, 4, 2, 4, 4, 1, true>(a, splits, s, err)
+                                 : launch_pipe<128, 256, 8, 2, 4, 2, 4, 4, 1>(a, splits, s, err);
+    case 15: return lean_offsets_ok(a) ? launch_pipe<128, 256, 16, 2, 4, 2, 4, 3, 1, true>(a, splits, s, err)
+                                 : launch_pipe<128, 256, 16, 2, 4, 2, 4, 3, 1>(a, splits, s, err);
+    case 16: return lean_offsets_ok(a) ? launch_pipe<128, 128, 8, 2, 2, 2, 4, 4, 2, true>(a, splits, s, err)
+                                 : launch_pipe<128, 128, 8, 2, 2, 2, 4, 4, 2>(a, splits, s, err);
+    case 17: return lean_offsets_ok(a) ? launch_pipe<128, 128, 16, 2, 2, 2, 4, 3, 2, true>(a, splits, s, err)
+                                 : launch_pipe<128, 128, 16, 2, 2, 2, 4, 3, 2>(a, splits, s, err);
+    case 18: return lean_offsets_ok(a) ? launch_pipe<256, 128, 8, 4, 2, 2, 4, 3, 1, true>(a, splits, s, err)
+                                 : launch_pipe<256, 128, 8, 4, 2, 2, 4, 3, 1>(a, splits, s, err);
+    case 19: return lean_offsets_ok(a) ? launch_pipe<64, 128, 16, 2, 4, 1, 2, 4, 2, true>(a, splits, s, err)
+                                 : launch_pipe<64, 128, 16, 2, 4, 1, 2, 4, 2>(a, splits, s, err);
     default:
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "sgemm rung 10: config %d not in 0..%d",
                               config, R10_N - 1);

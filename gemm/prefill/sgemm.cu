@@ -15,7 +15,7 @@
 static const char *const k_names[TINFER_SGEMM_N_RUNGS] = {
     "?",           "01_naive",    "02_coalesced", "03_smem",     "04_reg1d",
     "05_reg2d",    "06_vec",      "07_bankfree",  "08_autotuned", "09_warptile",
-    "10_pipelined", "11_splitk",  "12_bankfree_xor"};
+    "10_pipelined", "11_splitk",  "12_bankfree_xor", "13_lean"};
 static const char *const k_tech[TINFER_SGEMM_N_RUNGS] = {
     "?",
     "naive, one thread per output",
@@ -29,7 +29,8 @@ static const char *const k_tech[TINFER_SGEMM_N_RUNGS] = {
     "warptiling (block/warp/thread tiles)",
     "cp.async multi-stage + register double buffer + block swizzle",
     "split-K over rung 10 for few-tile shapes",
-    "bank conflicts removed (XOR-swizzled smem)"};
+    "bank conflicts removed (XOR-swizzled smem)",
+    "rung 10 with hoisted copy addressing (issue-slot diet)"};
 
 extern "C" const char *tinfer_sgemm_rung_name(int rung) {
     return (rung > 0 && rung < TINFER_SGEMM_N_RUNGS) ? k_names[rung] : "?";
@@ -110,6 +111,7 @@ static tinfer_status run_rung(int rung, int config, int splits, const tinfer_sge
                                          err);
     case TINFER_SGEMM_SPLITK: return tinfer_sgemm_11_splitk(a, config < 0 ? 0 : config, splits, s, err);
     case TINFER_SGEMM_BANKFREE_XOR: return tinfer_sgemm_07_bankfree(a, 1, s, err);
+    case TINFER_SGEMM_LEAN: return tinfer_sgemm_10_pipelined(a, config, 1, s, err);
     }
     return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "sgemm: unknown rung %d", rung);
 }
@@ -123,9 +125,9 @@ static void fill_args(tinfer_sgemm_args *a, int trans_b, int64_t M, int64_t N, i
     a->A = A; a->lda = lda; a->B = B; a->ldb = ldb; a->C = C; a->ldc = ldc;
 }
 
-/* Built-in choice when no tuning entry exists, from the first H200 tuning run (gemm/NOTES.md,
- * run 1, 2026-12-02): the 64x128 config (4) won every square class up to 1024 (<= 64 tiles of
- * 128x128, i.e. under one per SM), the 128x256 config with 8x16 per thread (2) every class from
+/* Built-in choice when no tuning entry exists, from the H200 tuning runs (gemm/NOTES.md,
+ * runs 1 and 5, 2026-12-02): the 64x128 config (4) won every square class up to 1024 (<= 64
+ * tiles of 128x128, i.e. under one per SM), the lean 8x16-per-thread configs every class from
  * 2048; split-K only paid where 128x128 tiles cover under a quarter of the SMs and K >= 1024
  * (512^3: 16 tiles; rung 11 1.5x rung 10 there, while at 1024^3 config 4 beat it). */
 static void builtin_choice(const tinfer_sgemm_args *a, int *rung, int *config, int *splits) {
@@ -137,12 +139,24 @@ static void builtin_choice(const tinfer_sgemm_args *a, int *rung, int *config, i
     } else if (tiles < sms) {
         *rung = TINFER_SGEMM_PIPELINED; *config = 4;
     } else {
-        *rung = TINFER_SGEMM_PIPELINED; *config = 2;
+        /* Tuning run 5 (gemm/NOTES.md): rung 13 won every class from 2048 up, with 128x256x16
+         * tiles for NN (config 15) and 128x128x8 tiles, two blocks per SM, for NT (16). */
+        *rung = TINFER_SGEMM_LEAN; *config = a->trans_b ? 16 : 15;
     }
 }
 
+/* A rung-10-family choice (tuned or built-in) as the rung that runs it: lean configs are
+ * rung 13. */
+static void name_family_rung(int *rung, int config) {
+    if (*rung == TINFER_SGEMM_PIPELINED && tinfer_sgemm_10_lean_twin(config) == config)
+        *rung = TINFER_SGEMM_LEAN;
+}
+
 static void choose(const tinfer_sgemm_args *a, int *rung, int *config, int *splits) {
-    if (tinfer_sgemm_tune_lookup(0, a, rung, config, splits)) return;
+    if (tinfer_sgemm_tune_lookup(0, a, rung, config, splits)) {
+        name_family_rung(rung, *config);
+        return;
+    }
     builtin_choice(a, rung, config, splits);
 }
 
@@ -154,14 +168,22 @@ extern "C" tinfer_status tinfer_sgemm(int rung, int trans_b, int64_t M, int64_t 
     if (st != TINFER_OK) return st;
     tinfer_sgemm_args a;
     fill_args(&a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    /* Rung 8: its tuned tile (or config 0). Rungs 10 and 11 called directly: the tuned
-     * rung-10 tile, else the built-in choice; never split for 10, automatic slice count
-     * for 11 (one slice where the tiles already fill the SMs). */
+    /* Rung 8: its tuned tile (or config 0). Rungs 10, 11 and 13 called directly: the tile of
+     * the tuned rung-10-family winner (else the built-in choice), with the plain main loop
+     * for 10 and the lean one for 11 and 13 where the tile has a lean twin, so that 10 vs 13
+     * is the same tile with and without the hoisting; never split for 10 and 13, automatic
+     * slice count for 11 (one slice where the tiles already fill the SMs). */
     int config = rung == TINFER_SGEMM_AUTOTUNED ? -1 : 0, splits = 1;
-    if (rung == TINFER_SGEMM_PIPELINED || rung == TINFER_SGEMM_SPLITK) {
+    if (rung == TINFER_SGEMM_PIPELINED || rung == TINFER_SGEMM_SPLITK || rung == TINFER_SGEMM_LEAN) {
         int r;
         if (!tinfer_sgemm_tune_lookup(10, &a, &r, &config, &splits))
             builtin_choice(&a, &r, &config, &splits);
+        if (rung == TINFER_SGEMM_PIPELINED) {
+            config = tinfer_sgemm_10_plain_twin(config);
+        } else {
+            const int lean = tinfer_sgemm_10_lean_twin(config);
+            if (lean >= 0) config = lean;
+        }
         splits = rung == TINFER_SGEMM_SPLITK ? 0 : 1;
     }
     return run_rung(rung, config, splits, &a, stream, err);
@@ -189,7 +211,8 @@ extern "C" int tinfer_sgemm_auto_choice(int trans_b, int64_t M, int64_t N, int64
     choose(&a, &rung, &config, &splits);
     if (desc && desc_len) {
         const tinfer_sgemm_cfg *c = rung == TINFER_SGEMM_AUTOTUNED ? tinfer_sgemm_08_config(config)
-                                    : (rung == TINFER_SGEMM_PIPELINED || rung == TINFER_SGEMM_SPLITK)
+                                    : (rung == TINFER_SGEMM_PIPELINED || rung == TINFER_SGEMM_SPLITK ||
+                                       rung == TINFER_SGEMM_LEAN)
                                         ? tinfer_sgemm_10_config(config)
                                         : NULL;
         if (c)

@@ -70,6 +70,11 @@ typedef struct tinfer_sgemm_cfg {
 int tinfer_sgemm_08_n_configs(void);
 const tinfer_sgemm_cfg *tinfer_sgemm_08_config(int i);
 int tinfer_sgemm_10_n_configs(void);
+/* Rung 13 = rung-10 configs with the lean main loop (13_lean.cuh). lean_twin: the lean config
+ * with the same tile as `config` (itself if lean), -1 if none; plain_twin: the rung-10 config
+ * with the same tile (itself if plain). */
+int tinfer_sgemm_10_lean_twin(int config);
+int tinfer_sgemm_10_plain_twin(int config);
 const tinfer_sgemm_cfg *tinfer_sgemm_10_config(int i);
 /* Number of SMs of the current device (cached per device; 132 when the query fails). */
 int tinfer_sgemm_sm_count(void);

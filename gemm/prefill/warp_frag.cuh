@@ -17,6 +17,21 @@
 
 namespace tsg {
 
+/* Shared-memory geometry of the pipelined kernels (rungs 10, 11, 13): ST stages of a K-major
+ * A tile [BK][BM + 4] and B tile [BK][BN + 4] (the +4 floats make the 4-byte transposing
+ * copies conflict-free for BK = 8: row length = 4 mod 32 banks). */
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int MI, int NI, int ST>
+struct Pipe {
+    static constexpr int T = WARPS_M * WARPS_N * 32;
+    static constexpr int LDA_S = BM + 4, LDB_S = BN + 4;
+    static constexpr int A_STAGE = BK * LDA_S, B_STAGE = BK * LDB_S;
+    static constexpr size_t SMEM = (size_t)ST * (A_STAGE + B_STAGE) * sizeof(float);
+    static_assert(BM == WARPS_M * MI * 32 && BN == WARPS_N * NI * 16, "warp tiling");
+    static_assert(T % BK == 0 && (BM * BK) % T == 0 && (BN * BK) % T == 0, "transposing copies");
+    static_assert(T % (BN / 4) == 0 && (BK * BN / 4) % T == 0, "16-byte copies of B (NN)");
+    static_assert(ST >= 2, "at least double buffering");
+};
+
 template <int MI, int NI>
 __device__ __forceinline__ void frag_load(float (&af)[MI * 4], float (&bf)[NI * 4],
                                           const float *as_k, const float *bs_k) {

@@ -220,7 +220,8 @@ static void run_case(const shape *s, int only_rung) {
             const int fail_before = g_fail;
             tinfer_sgemm_args a = {tb, (int32_t)s->m, (int32_t)s->n, (int32_t)s->k, s->alpha,
                                    s->beta, A.d + A.off, A.ld, B.d + B.off, B.ld, NULL, C.ld};
-            for (int fam = 8; fam <= 10; fam += 2) {
+            /* fam 8: rung 8; 10: rung 10 unsplit; 11: rung 11 (automatic K slices, atomics) */
+            for (int fam = 8; fam <= 11; fam += fam == 8 ? 2 : 1) {
                 const int nc = fam == 8 ? tinfer_sgemm_08_n_configs() : tinfer_sgemm_10_n_configs();
                 for (int c = 0; c < nc; c++) {
                     mat Cc = C;
@@ -228,8 +229,10 @@ static void run_case(const shape *s, int only_rung) {
                     CK(cudaMemcpy(Cc.d, C.h, C.n * sizeof(float), cudaMemcpyHostToDevice));
                     a.C = Cc.d + Cc.off;
                     tinfer_err err;
-                    tinfer_status st = fam == 8 ? tinfer_sgemm_08_autotuned(&a, c, cudaStreamPerThread, &err)
-                                                : tinfer_sgemm_11_splitk(&a, c, 0, cudaStreamPerThread, &err);
+                    tinfer_status st =
+                        fam == 8    ? tinfer_sgemm_08_autotuned(&a, c, cudaStreamPerThread, &err)
+                        : fam == 10 ? tinfer_sgemm_10_pipelined(&a, c, 1, cudaStreamPerThread, &err)
+                                    : tinfer_sgemm_11_splitk(&a, c, 0, cudaStreamPerThread, &err);
                     CK(cudaStreamSynchronize(cudaStreamPerThread));
                     float *out = malloc(C.n * sizeof(float));
                     CK(cudaMemcpy(out, Cc.d, C.n * sizeof(float), cudaMemcpyDeviceToHost));
@@ -250,7 +253,7 @@ static void run_case(const shape *s, int only_rung) {
                     if (bad) {
                         g_fail++;
                         printf("FAIL rung %d cfg %d %s M=%lld N=%lld K=%lld: %lld bad elements\n",
-                               fam == 8 ? 8 : 11, c, tb ? "NT" : "NN", (long long)s->m,
+                               fam, c, tb ? "NT" : "NN", (long long)s->m,
                                (long long)s->n, (long long)s->k, (long long)bad);
                     }
                     free(out);
