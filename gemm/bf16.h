@@ -19,7 +19,8 @@
  *   alignment rule. Kernels never read or write outside the [M, N'] box of Y/R.
  *
  * Families (each file's header gives its algorithm and measured result):
- *   decode GEMV  gemm/decode/0{1..5}_*.cu (06 lives in 05's file)  — M = 1..16 per pass (larger M loops over passes)
+ *   decode GEMV  gemm/decode/0{1..5,7}_*.cu (06 lives in 05's file) — M = 1..16 per pass (07: up to 64);
+ *                larger M loops over passes
  *   prefill      gemm/tc/01_wmma.cu, gemm/tc/02_mma_sync.cu, gemm/tc/03_wgmma_ws.cu (sm_90a only)
  *   dispatch     gemm/tc/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K).
  * Every call is asynchronous on the given stream (never the default stream unless passed),
@@ -61,6 +62,7 @@ typedef enum tinfer_gemv_bf16_kernel {
     TINFER_GEMV_BF16_SPLIT_K = 4,        /* 04: warps split K, mma.sync shares W across M */
     TINFER_GEMV_BF16_CP_ASYNC = 5,       /* 05: 04 fed by a cp.async shared-memory pipeline */
     TINFER_GEMV_BF16_CLUSTER = 6,        /* 06: 05 with K split over a 2-block cluster (sm_90) */
+    TINFER_GEMV_BF16_PERSISTENT = 7,     /* 07: 05 persistent, X staged in smem, <= 64 tokens/pass */
 } tinfer_gemv_bf16_kernel;
 
 /* Prefill tensor-core rungs (gemm/tc/). */
@@ -127,6 +129,8 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMV_BF16_CLUSTER_MIN_K 8192
 #define TINFER_GEMV_BF16_SHORT_K 1024
 #define TINFER_GEMV_BF16_WIDE_N 16384
+/* Rung 07 (persistent, X in shared memory, up to 64 tokens per pass) is not dispatched: it lost
+ * to 05/06/04 and to the GEMM path on every shape of its H200 sweep (07_persistent.cu header). */
 
 /* Runs one decode rung. Any M >= 1 (rungs 02-05 take up to 16 tokens per pass over W). */
 tinfer_status tinfer_gemv_bf16(tinfer_gemv_bf16_kernel kernel, const tinfer_gemm_bf16_args *a,

@@ -7,12 +7,13 @@
  *
  * Sets: square (M = N = K = 1024..8192: wmma, mma.sync, wgmma, cuBLAS), model (SmolLM2-135M and
  * Llama-3-8B projection shapes at M = 1..2048: dispatcher "auto", decode rung 05, wgmma,
- * cuBLAS, and the fused SwiGLU / residual epilogues through "auto"), ladder (decode rungs 01..05
+ * cuBLAS, and the fused SwiGLU / residual epilogues through "auto"), ladder (decode rungs 01..07
  * at M = 1 and 8), prefill (the model shapes at M = 32..2048: "auto", rung 02 with its own tile
  * pick and with each tile config forced, wgmma, cuBLAS, fused epilogues through "auto"; not part
  * of all), splitk (the split-K rung 04: Llama-3-8B QKV / down and the SmolLM2 shapes at M = 32..2048,
  * "auto", rung 04's own pick and each tile config x split factor forced, rung 02, wgmma, cuBLAS
- * and cublasLt; not part of all), all (default: ladder, square, model).
+ * and cublasLt; not part of all), decode (rung 07 and its launch configurations vs rungs 04-06, the dispatcher and
+ * cuBLAS at M = 1..64; not part of all), all (default: ladder, square, model).
  * Method (METHOD.md): inputs are random BF16 (never zeros), each kernel's output is checked
  * against cuBLAS's before timing (normalized difference printed), warm-up, then 7 batches of
  * launches timed with events, median batch. Weights and activations rotate over enough copies
@@ -26,6 +27,7 @@ extern "C" { /* chart.h is a C header without C++ guards */
 }
 #include "gemm/bf16.h"
 #include "gemm/tc/gemm_bf16_tc_internal.h" /* rung 02's fixed tile configs (prefill set) */
+#include "gemm/decode/gemv_bf16_internal.h"  /* rung 07's launch configurations (decode set) */
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -182,6 +184,14 @@ static const char *kname(int k) {
     case 4: return "gemv04_splitk";
     case 5: return "gemv05_cpasync";
     case 6: return "gemv06_cluster";
+    case 7: return "gemv07_persist";
+    case 30: return "g07_pdl";
+    case 31: return "g07_evict";
+    case 32: return "g07_pdl_evict";
+    case 33: return "g07_2bps";
+    case 34: return "g07_s8";
+    case 35: return "g07_16tok";
+    case 36: return "g07_xstaged";
     case 11: return "wmma";
     case 12: return "mma_sync";
     case 14: return "mma_64x64";
@@ -201,6 +211,13 @@ static const char *kname(int k) {
     }
     return "?";
 }
+
+/* decode set: rung 07 launch configurations, kernel ids 30..36 (gemv_bf16_internal.h); two
+ * blocks per SM leave 113 KB each, enough for 16 tokens per pass with every option */
+static const tinfer_gemv07_cfg g07_bench_cfg[] = {
+    {64, 1, 16, -1, 1, 0}, {64, 1, 16, -1, 0, 1}, {64, 1, 16, -1, 1, 1}, {16, 2, 16, -1, 0, 0},
+    {64, 1, 8, -1, 0, 0},  {16, 1, 16, -1, 0, 0}, {64, 1, 16, 0, 0, 0},
+};
 
 static void bench_shape(std::vector<rec> &out, const char *set, const char *shape, int64_t M, int64_t N, int64_t K,
                         const std::vector<int> &kernels) {
@@ -253,7 +270,11 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             if (k == 22) { a.R = y; a.ldr = N; }              /* residual added in place */
             tinfer_err err;
             tinfer_status st;
-            if (k >= 1 && k <= 6) st = tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)k, &a, g_s, &err);
+            if (k >= 1 && k <= 7) st = tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)k, &a, g_s, &err);
+            else if (k >= 30 && k <= 36) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemv_bf16_persistent_cfg(&a, &g07_bench_cfg[k - 30], g_s, &err);
+            }
             else if (k == 11) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WMMA, &a, g_s, &err);
             else if (k == 12) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_MMA_SYNC, &a, g_s, &err);
             else if (k == 13) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_WS, &a, g_s, &err);
@@ -279,7 +300,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             launch(0);
             to_ref = false;
             BCK(cudaStreamSynchronize(g_s));
-        } else if (k < 21 || k >= 40) {
+        } else if (k < 21 || k >= 30) {
             launch(0);
             BCK(cudaStreamSynchronize(g_s));
             diff = bf16_diff(Y, Yref, ysz);
@@ -383,7 +404,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--png") && i + 1 < argc) png = argv[++i];
         else if (!strcmp(argv[i], "--quick")) g_quick = true;
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk] [--json F] [--png PREFIX] [--quick]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode] [--json F] [--png PREFIX] [--quick]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -415,7 +436,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         const struct { const char *n; int64_t N, K; } ls[] = {
             {"llama_qkv", 6144, 4096}, {"llama_down", 4096, 14336}, {"smol_lmhead", 49152, 576}, {"smol_o", 576, 576}};
         for (const auto &s : ls)
-            for (int64_t M : {1, 8}) bench_shape(rs, "ladder", s.n, M, s.N, s.K, {0, 1, 2, 3, 4, 5, 6});
+            for (int64_t M : {1, 8}) bench_shape(rs, "ladder", s.n, M, s.N, s.K, {0, 1, 2, 3, 4, 5, 6, 7});
     }
     if (all || !strcmp(set, "square")) {
         for (int64_t n : {1024, 2048, 4096, 8192}) {
@@ -474,6 +495,27 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
                 bench_shape(rs, "splitk", s.n, M, s.N, s.K, ks);
             }
+    }
+    if (!strcmp(set, "decode")) {
+        /* rung 07 against 05/06/04, the dispatcher and cuBLAS at decode M (Llama-3-8B, the
+         * SmolLM2 LM head up to 64 tokens, the small SmolLM2 shapes at 1/16/64) */
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"llama_qkv", 6144, 4096}, {"llama_gateup", 28672, 4096}, {"llama_down", 4096, 14336}};
+        for (const auto &s : ms)
+            for (int64_t M : {1, 2, 4, 8, 16, 32, 64}) {
+                std::vector<int> ks = {0, 20, 7};
+                if (M <= 16) ks.insert(ks.end(), {5, 6, 30, 31, 32, 33, 34});
+                else ks.insert(ks.end(), {13, 30});
+                if (strstr(s.n, "gateup") && (M == 1 || M == 8)) ks.push_back(21);
+                if (strstr(s.n, "down") && (M == 1 || M == 8)) ks.push_back(22);
+                bench_shape(rs, "decode", s.n, M, s.N, s.K, ks);
+            }
+        for (int64_t M : {1, 2, 4, 8, 16, 24, 32, 48, 64})
+            bench_shape(rs, "decode", "smol_lmhead", M, 49152, 576, {0, 20, 7, 4, 30, 31, 33, 35, 36, 13});
+        const struct { const char *n; int64_t N, K; } ss[] = {
+            {"smol_qkv", 960, 576}, {"smol_o", 576, 576}, {"smol_gateup", 3072, 576}, {"smol_down", 576, 1536}};
+        for (const auto &s : ss)
+            for (int64_t M : {1, 16, 64}) bench_shape(rs, "decode", s.n, M, s.N, s.K, {0, 20, 7, 5, 30});
     }
     if (json) write_json(json, rs, prop.name);
     if (png) write_charts(png, rs);

@@ -7,6 +7,8 @@
 
 #include "gemm/bf16.h"
 
+#include <stddef.h>
+
 /* Tokens handled per pass over W by rungs 02..04 (one mma n16 pair in rung 04). */
 #define TINFER_GEMV_BF16_MT 16
 
@@ -22,5 +24,24 @@ tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStre
                                         tinfer_err *err);
 tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStream_t s,
                                        tinfer_err *err);
+
+/* Rung 07's launch configuration (the bench sweeps these; the dispatcher uses
+ * tinfer_gemv07_default). max_tokens: tokens per pass over W, 8/16/32/64 (SwiGLU caps it at 32);
+ * blocks_per_sm: persistent blocks per SM (capped by occupancy); stages: 8 or 4 (8 falls back to
+ * 4 when it does not fit); x_resident: -1 auto (resident when 8*NT rows x K fit
+ * TINFER_GEMV07_XRES_MAX_BYTES), 0 staged, 1 resident; pdl: programmatic dependent launch
+ * (sm_90); evict_first: L2 evict_first policy on the W stream. */
+typedef struct tinfer_gemv07_cfg {
+    int32_t max_tokens, blocks_per_sm, stages, x_resident, pdl, evict_first;
+} tinfer_gemv07_cfg;
+extern const tinfer_gemv07_cfg tinfer_gemv07_default;
+
+/* Resident X budget: 64 tokens x K = 576 (SmolLM2) is 72 KB; with 8 stages of 8 KB W and the
+ * 33 KB reduction buffer that is 169 KB of the H200's 227 KB per block. Longer rows stage X. */
+#define TINFER_GEMV07_XRES_MAX_BYTES ((size_t)96 << 10)
+
+tinfer_status tinfer_gemv_bf16_persistent(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
+tinfer_status tinfer_gemv_bf16_persistent_cfg(const tinfer_gemm_bf16_args *a, const tinfer_gemv07_cfg *cfg,
+                                              cudaStream_t s, tinfer_err *err);
 
 #endif

@@ -12,11 +12,13 @@
  * over a cluster) runs through its entry (auto split) and with each tile config x split factor
  * forced, including K so short that some blocks of a cluster get no k-tile. An optional second
  * argument NAME runs only the runners whose name contains NAME (e.g. `quick split`).
- * Usage: test-gemm-bf16 [quick]   (quick: the reduced set run under compute-sanitizer)
+ * Usage: test-gemm-bf16 [quick|gemv|gemv-quick]   (quick: the reduced set run under
+ * compute-sanitizer; gemv: the decode cases only; gemv-quick: both restrictions)
  * Exit: 0 pass, 1 fail, 77 no GPU (ctest reports skipped).
  */
 #include "gemm/bf16.h"
 #include "gemm/cuda/device.h"
+#include "gemm/decode/gemv_bf16_internal.h" /* rung 07's launch configurations */
 #include "gemm/tc/gemm_bf16_tc_internal.h" /* rung 02's fixed tile configs */
 
 #include <math.h>
@@ -66,14 +68,29 @@ typedef struct test_case {
     int bias, resid, swiglu;
 } test_case;
 
-/* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'd' = dispatcher path */
+/* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'd' = dispatcher path,
+ * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id] */
 typedef struct runner {
     char kind;
     int id;
     const char *name;
 } runner;
 
+/* Rung 07 configurations: each changes one launch choice of the default (see gemv_bf16_internal.h). */
+static const tinfer_gemv07_cfg g07_cfgs[] = {
+    {64, 1, 16, -1, 1, 0}, /* programmatic dependent launch */
+    {64, 1, 16, -1, 0, 1}, /* L2 evict_first on W */
+    {64, 2, 16, -1, 1, 1}, /* two blocks per SM (fewer stages fit), both options */
+    {64, 1, 16, 0, 0, 0},  /* X staged even where it would be resident */
+    {64, 1, 16, 1, 0, 0},  /* X resident wherever it fits */
+    {16, 1, 8, -1, 0, 0},  /* 16 tokens per pass, at most 8 stages */
+};
+
 static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+    if (r->kind == 'p') {
+        const tinfer_status st = tinfer_gemm_bf16_check(a, "gemv_bf16", err);
+        return st != TINFER_OK ? st : tinfer_gemv_bf16_persistent_cfg(a, &g07_cfgs[r->id], s, err);
+    }
     if (r->kind == 'v') return tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)r->id, a, s, err);
     if (r->kind == 't') return tinfer_gemm_bf16_tc((tinfer_gemm_bf16_kernel)r->id, a, s, err);
     if (r->kind == 's') { /* rung 04: tile config id / 10, split factor id % 10 */
@@ -240,6 +257,10 @@ static void run_case(const test_case &c, const runner *runners, int nrun, cudaSt
     for (int r = 0; r < nrun; r++) {
         if (g_only && !strstr(runners[r].name, g_only)) continue;
         CK(cudaMemcpy(dY, Y0.data(), ybytes, cudaMemcpyHostToDevice));
+        /* a pageable upload may return before its DMA lands, and s does not wait for the legacy
+         * stream: without this a kernel that starts early (programmatic launch) read the
+         * previous runner's Y as its residual */
+        CK(cudaDeviceSynchronize());
         tinfer_gemm_bf16_args a;
         memset(&a, 0, sizeof a);
         a.M = c.M; a.N = c.N; a.K = c.K;
@@ -342,7 +363,8 @@ static void bad_args(void) {
 }
 
 int main(int argc, char **argv) {
-    const bool quick = argc > 1 && !strcmp(argv[1], "quick");
+    const bool quick = argc > 1 && (!strcmp(argv[1], "quick") || !strcmp(argv[1], "gemv-quick"));
+    const bool gemv_only = argc > 1 && !strncmp(argv[1], "gemv", 4);
     if (argc > 2) g_only = argv[2];
     tinfer_device_info info;
     tinfer_err err;
@@ -362,7 +384,14 @@ int main(int argc, char **argv) {
     self_test_compare();
     bad_args();
 
-    const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"}, {'v', 5, "gemv05"}, {'v', 6, "gemv06"}};
+    const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"},
+                               {'v', 5, "gemv05"}, {'v', 6, "gemv06"}, {'v', 7, "gemv07"}};
+    const int n_gemv = (int)(sizeof gemv_all / sizeof gemv_all[0]);
+    /* rung 07 with its default and each launch configuration */
+    const runner g07_all[] = {{'v', 7, "gemv07"},      {'p', 0, "gemv07/pdl"},    {'p', 1, "gemv07/evict"},
+                              {'p', 2, "gemv07/2bps"}, {'p', 3, "gemv07/xstage"}, {'p', 4, "gemv07/xres"},
+                              {'p', 5, "gemv07/16tok"}};
+    const int n_g07 = (int)(sizeof g07_all / sizeof g07_all[0]);
     /* rung 02 runs through its entry (auto tile config) and with each tile config forced */
     const runner gemm_all[] = {{'t', 1, "wmma"},          {'t', 2, "mma"},           {'m', 0, "mma64x64"},
                                {'m', 1, "mma128x64"},     {'m', 2, "mma128x128"},    {'t', 3, "wgmma"},
@@ -378,8 +407,8 @@ int main(int argc, char **argv) {
     /* decode: M = 1..16 on a ragged N, odd K; then epilogue variants */
     for (int64_t M = 1; M <= 16; M++) {
         if (quick && M != 1 && M != 9) continue;
-        run_case({M, 100, 72, F, 0, 0, 0}, gemv_all, 6, s);
-        if (!quick) run_case({M, 1000, 576, BF, 1, 0, 0}, gemv_all, 6, s);
+        run_case({M, 100, 72, F, 0, 0, 0}, gemv_all, n_gemv, s);
+        if (!quick) run_case({M, 1000, 576, BF, 1, 0, 0}, gemv_all, n_gemv, s);
     }
     const test_case dcases[] = {
         {1, 8, 8, F, 0, 0, 0},          {17, 33, 40, F, 0, 0, 0},       {5, 576, 1536, BF, 0, 1, 0},
@@ -388,10 +417,24 @@ int main(int argc, char **argv) {
     };
     for (const auto &c : dcases) {
         if (quick && c.K > 1536) continue;
-        run_case(c, gemv_all, 6, s);
+        run_case(c, gemv_all, n_gemv, s);
+    }
+    /* rung 07 past 16 tokens per pass (up to 64, SwiGLU 32) and its launch configurations:
+     * resident X (short K) and staged X (long K), ragged N and K, several passes, every epilogue;
+     * more 16-column tiles than resident blocks, so a block walks several tiles */
+    const test_case g07cases[] = {
+        {1, 100, 72, F, 0, 0, 0},          {8, 1000, 576, BF, 1, 0, 0},       {9, 40, 264, F, 0, 1, 0},
+        {17, 300, 136, F, 0, 0, 0},        {32, 4100, 576, BF, 1, 1, 0},      {33, 2 * 200, 264, BF, 1, 0, 1},
+        {40, 2 * 72, 1000, F, 0, 1, 1},    {48, 600, 2056, BF, 0, 0, 0},      {64, 8200, 576, F, 1, 0, 0},
+        {64, 2 * 300, 576, BF, 0, 1, 1},   {65, 500, 128, BF, 1, 1, 0},       {100, 130, 4104, F, 0, 0, 0},
+        {5, 2 * 1536, 4096, BF, 0, 0, 1},  {16, 520, 14336, F, 0, 1, 0},
+    };
+    for (const auto &c : g07cases) {
+        if (quick && (c.K > 1100 || c.N > 2000 || c.M > 65)) continue;
+        run_case(c, g07_all, n_g07, s);
     }
     /* prefill at decode-sized M = 1..16: ragged N and K; every epilogue at once with SwiGLU */
-    for (int64_t M = 1; M <= 16; M++) {
+    for (int64_t M = 1; M <= 16 && !gemv_only; M++) {
         if (quick && M != 1 && M != 9) continue;
         run_case({M, 100, 72, F, 0, 0, 0}, gemm_all, n_gemm, s);
         if (!quick) run_case({M, 2 * 72, 40, BF, 1, 1, 1}, gemm_all, n_gemm, s);
@@ -407,6 +450,7 @@ int main(int argc, char **argv) {
         {130, 2 * 96, 1032, F, 1, 1, 1},
     };
     for (const auto &c : pcases) {
+        if (gemv_only) break;
         if (quick && (c.M * c.N * c.K > 300ll * 700 * 520)) continue;
         run_case(c, gemm_all, n_gemm, s);
     }
