@@ -21,7 +21,8 @@
  * Families (each file's header gives its algorithm and measured result):
  *   decode GEMV  gemm/decode/0{1..5,7}_*.cu (06 lives in 05's file) — M = 1..16 per pass (07: up to 64);
  *                larger M loops over passes
- *   prefill      gemm/tc/01_wmma.cu, gemm/tc/02_mma_sync.cu, gemm/tc/03_wgmma_ws.cu (sm_90a only)
+ *   prefill      gemm/tc/01_wmma.cu, gemm/tc/02_mma_sync.cu (rung 02, and rung 04: its split-K over a
+ *                cluster, sm_90), gemm/tc/03_wgmma_ws.cu (sm_90a only; 128 x 256 or 128 x 128 tiles)
  *   dispatch     gemm/tc/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K).
  * Every call is asynchronous on the given stream (never the default stream unless passed),
  * allocates nothing and never synchronises (except under TINFER_CUDA_SYNC_DEBUG=1).
@@ -69,7 +70,7 @@ typedef enum tinfer_gemv_bf16_kernel {
 typedef enum tinfer_gemm_bf16_kernel {
     TINFER_GEMM_BF16_WMMA = 1,     /* 01: WMMA 16x16x16, smem tiles, any sm_80+ */
     TINFER_GEMM_BF16_MMA_SYNC = 2, /* 02: mma.sync + ldmatrix + cp.async pipeline, small tiles, sm_80+ */
-    TINFER_GEMM_BF16_WGMMA_WS = 3, /* 03: wgmma + TMA + mbarriers, warp-specialised, persistent */
+    TINFER_GEMM_BF16_WGMMA_WS = 3, /* 03: wgmma + TMA + mbarriers, warp-specialised, persistent, tile width per shape */
     TINFER_GEMM_BF16_MMA_SPLITK = 4, /* 04: 02 with K split over a 2/4/8-block cluster, DSMEM reduce (sm_90) */
 } tinfer_gemm_bf16_kernel;
 
@@ -109,6 +110,21 @@ typedef enum tinfer_gemm_bf16_path {
  * (QKV M = 32: CS 8 5.5 us vs CS 2 7.5, no split 9.6). */
 #define TINFER_GEMM_BF16_SPLITK_CTAS_PER_SM 4
 #define TINFER_GEMM_BF16_SPLITK_MIN_KTILES 2
+
+/* Rung 03's tile width (128 x 256 or 128 x 128, gemm/tc/03_wgmma_ws.cu): the one with the fewest
+ * rounds-of-tiles x (width + TINFER_GEMM_BF16_WGMMA_TILE_FIXED), i.e. a tile costs its width in
+ * columns plus a fixed overhead (pipeline fill, epilogue) counted in the same columns. From the
+ * forced sweep (gemm/NOTES.md "wgmma tile width", H200 2026-12-02, 28 square and model shapes):
+ * 32 picks a width within 2% of the faster one on 27 of 28 shapes with stream timing, 26 with
+ * graph timing (0 and 16 the same; 48 and 64 one fewer: Llama gate/up at M = 512, 189 vs 176 us). */
+#define TINFER_GEMM_BF16_WGMMA_TILE_FIXED 32
+/* When the 128 x 256 tiles are too few (the FILL_DIV rule above), rung 04 (split-K mma.sync) takes
+ * the shape only for K <= TINFER_GEMM_BF16_SPLIT_MAX_K or M <= TINFER_GEMM_BF16_SPLIT_LONG_K_MAX_M;
+ * longer K at larger M goes to rung 03 with 128 x 128 tiles. Same sweep: Llama-3-8B at M = 128,
+ * QKV 25.5 us (rung 03) vs 34.6 (rung 04), down 72.0 vs 78.3; SmolLM2 (K <= 1536) at M = 128 / 512
+ * rung 04 stays ahead (down 7.7 vs 13.9 us, QKV 9.2 vs 9.8). */
+#define TINFER_GEMM_BF16_SPLIT_MAX_K 2048
+#define TINFER_GEMM_BF16_SPLIT_LONG_K_MAX_M 64
 
 /* AUTO takes the decode GEMV path when M <= TINFER_GEMM_BF16_GEMV_MAX_M, or when the weight is
  * small (N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_BYTES) and M <= TINFER_GEMM_BF16_SMALL_W_MAX_M:

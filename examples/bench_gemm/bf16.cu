@@ -5,7 +5,7 @@
  * the heuristic's first algorithm with a 32 MB workspace) and prints each kernel's share of the
  * better of the two references ("best").
  *
- * Sets: square (M = N = K = 1024..8192: wmma, mma.sync, wgmma, cuBLAS), model (SmolLM2-135M and
+ * Sets: square (M = N = K = 1024..8192: wmma, mma.sync, wgmma, cuBLAS, cublasLt), model (SmolLM2-135M and
  * Llama-3-8B projection shapes at M = 1..2048: dispatcher "auto", decode rung 05, wgmma,
  * cuBLAS, and the fused SwiGLU / residual epilogues through "auto"), ladder (decode rungs 01..07
  * at M = 1 and 8), prefill (the model shapes at M = 32..2048: "auto", rung 02 with its own tile
@@ -19,6 +19,8 @@
  * launches timed with events, median batch. Weights and activations rotate over enough copies
  * that one batch touches >= 256 MB, so decode rates are DRAM rates, not L2 (H200 L2 is 60 MB).
  * The copy ceiling is a 2 GiB device-to-device cudaMemcpyAsync, counting read + write bytes.
+ * --graph times CUDA-graph replays of each batch (device time, no per-launch host cost; the
+ * JSON says which: "timing": "graph" or "stream"); set wgmma: rung 03's tile widths forced.
  * Output: a table on stdout, JSON records (--json), and two PNG charts (--png PREFIX:
  * PREFIX_tflops.png TFLOP/s vs M, PREFIX_gbs.png GB/s vs M, ours vs cuBLAS).
  */
@@ -135,6 +137,10 @@ static void lt_plan_free(lt_plan *p) {
 }
 static double g_copy_gbs = 0;
 static bool g_quick = false;
+/* --graph: each batch of launches is captured once into a CUDA graph and the graph replayed, so
+ * the figure is device time without the host's per-launch cost (METHOD.md: "for many small
+ * launches, capture a graph and time its replays"); without it, back-to-back stream launches. */
+static bool g_graph = false;
 
 /* median over 7 batches of `reps` launches of fn(i) (i rotates the buffers), in microseconds */
 template <typename Fn> static double time_us(Fn fn, int reps) {
@@ -143,9 +149,21 @@ template <typename Fn> static double time_us(Fn fn, int reps) {
     BCK(cudaEventCreate(&e1));
     std::vector<float> t;
     int it = 0;
+    cudaGraphExec_t ge = NULL;
+    if (g_graph) {
+        cudaGraph_t g;
+        BCK(cudaStreamBeginCapture(g_s, cudaStreamCaptureModeThreadLocal));
+        for (int r = 0; r < reps; r++) fn(it++);
+        BCK(cudaStreamEndCapture(g_s, &g));
+        BCK(cudaGraphInstantiate(&ge, g, 0));
+        BCK(cudaGraphDestroy(g));
+        BCK(cudaGraphLaunch(ge, g_s)); /* upload + warm-up */
+    }
     for (int b = 0; b < (g_quick ? 3 : 7); b++) {
         BCK(cudaEventRecord(e0, g_s));
-        for (int r = 0; r < reps; r++) fn(it++);
+        if (ge) BCK(cudaGraphLaunch(ge, g_s));
+        else
+            for (int r = 0; r < reps; r++) fn(it++);
         BCK(cudaEventRecord(e1, g_s));
         BCK(cudaEventSynchronize(e1));
         float ms = 0;
@@ -153,6 +171,7 @@ template <typename Fn> static double time_us(Fn fn, int reps) {
         t.push_back(ms);
     }
     std::sort(t.begin(), t.end());
+    if (ge) BCK(cudaGraphExecDestroy(ge));
     BCK(cudaEventDestroy(e0));
     BCK(cudaEventDestroy(e1));
     return t[t.size() / 2] * 1000.0 / reps;
@@ -198,6 +217,8 @@ static const char *kname(int k) {
     case 15: return "mma_128x64";
     case 16: return "mma_128x128";
     case 13: return "wgmma_ws";
+    case 17: return "wgmma_bn128";
+    case 18: return "wgmma_bn256";
     case 20: return "auto";
     case 21: return "auto_swiglu";
     case 22: return "auto_residual";
@@ -278,6 +299,10 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             else if (k == 11) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WMMA, &a, g_s, &err);
             else if (k == 12) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_MMA_SYNC, &a, g_s, &err);
             else if (k == 13) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_WS, &a, g_s, &err);
+            else if (k == 17 || k == 18) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_wgmma_ws_bn(&a, k == 17 ? 128 : 256, g_s, &err);
+            }
             else if (k == 40) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_MMA_SPLITK, &a, g_s, &err);
             else if (k >= 100 && k < 130) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
@@ -341,7 +366,8 @@ static void write_json(const char *path, const std::vector<rec> &rs, const char 
         fprintf(stderr, "error: cannot write %s\n", path);
         return;
     }
-    fprintf(f, "{\n  \"gpu\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"records\": [\n", gpu, g_copy_gbs);
+    fprintf(f, "{\n  \"gpu\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"timing\": \"%s\",\n  \"records\": [\n", gpu,
+            g_copy_gbs, g_graph ? "graph" : "stream");
     for (size_t i = 0; i < rs.size(); i++) {
         const rec &r = rs[i];
         fprintf(f,
@@ -403,8 +429,9 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--png") && i + 1 < argc) png = argv[++i];
         else if (!strcmp(argv[i], "--quick")) g_quick = true;
+        else if (!strcmp(argv[i], "--graph")) g_graph = true;
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode] [--json F] [--png PREFIX] [--quick]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma] [--json F] [--png PREFIX] [--quick] [--graph]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -427,6 +454,12 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         return 1;
     }
     BCK(cudaMalloc(&g_lt_ws, g_lt_ws_bytes));
+    /* Under graph capture cuBLAS must not allocate its own workspace: give it this one (the two
+     * references run one after the other on one stream, so they may share it). */
+    if (g_graph && cublasSetWorkspace(g_cublas, g_lt_ws, g_lt_ws_bytes) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "error: cublasSetWorkspace failed\n");
+        return 1;
+    }
     g_copy_gbs = measure_copy();
     printf("device %s, %d SMs; device-to-device copy %.0f GB/s (read + write)\n", prop.name,
            prop.multiProcessorCount, g_copy_gbs);
@@ -441,7 +474,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
     if (all || !strcmp(set, "square")) {
         for (int64_t n : {1024, 2048, 4096, 8192}) {
             if (g_quick && n > 4096) continue;
-            bench_shape(rs, "square", "square", n, n, n, {0, 11, 12, 13});
+            bench_shape(rs, "square", "square", n, n, n, {0, 9, 11, 12, 13});
         }
     }
     if (all || !strcmp(set, "model")) {
@@ -452,7 +485,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         for (const auto &s : ms)
             for (int64_t M : {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048}) {
                 if (g_quick && M != 1 && M != 16 && M != 512) continue;
-                std::vector<int> ks = {0, 20};
+                std::vector<int> ks = {0, 9, 20};
                 if (M <= 64) ks.push_back(5); /* threshold sweep: GEMV vs GEMM around 16 */
                 if (M <= 16) ks.push_back(6);
                 ks.push_back(13);
@@ -475,27 +508,6 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 bench_shape(rs, "prefill", s.n, M, s.N, s.K, ks);
             }
     }
-    if (!strcmp(set, "splitk")) {
-        /* rung 04 where split-K matters (few tiles): Llama-3-8B QKV / down, the SmolLM2 shapes */
-        const struct { const char *n; int64_t N, K; } ms[] = {
-            {"llama_qkv", 6144, 4096}, {"llama_down", 4096, 14336}, {"smol_qkv", 960, 576},
-            {"smol_o", 576, 576},      {"smol_gateup", 3072, 576},  {"smol_down", 576, 1536},
-            {"smol_lmhead", 49152, 576}};
-        for (const auto &s : ms)
-            for (int64_t M : {32, 64, 128, 512, 2048}) {
-                /* many tiles (wgmma's ground): the references and "auto" only */
-                if ((strstr(s.n, "llama") && M == 2048) || strstr(s.n, "lmhead")) {
-                    bench_shape(rs, "splitk", s.n, M, s.N, s.K, {0, 9, 20});
-                    continue;
-                }
-                std::vector<int> ks = {0, 9, 20, 40, 12, 13, 14, 15, 16};
-                for (int c = 0; c < 3; c++)
-                    for (int cs : {2, 4, 8}) ks.push_back(100 + 10 * c + cs);
-                if (strstr(s.n, "gateup")) ks.push_back(21);
-                if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
-                bench_shape(rs, "splitk", s.n, M, s.N, s.K, ks);
-            }
-    }
     if (!strcmp(set, "decode")) {
         /* rung 07 against 05/06/04, the dispatcher and cuBLAS at decode M (Llama-3-8B, the
          * SmolLM2 LM head up to 64 tokens, the small SmolLM2 shapes at 1/16/64) */
@@ -516,6 +528,42 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
             {"smol_qkv", 960, 576}, {"smol_o", 576, 576}, {"smol_gateup", 3072, 576}, {"smol_down", 576, 1536}};
         for (const auto &s : ss)
             for (int64_t M : {1, 16, 64}) bench_shape(rs, "decode", s.n, M, s.N, s.K, {0, 20, 7, 5, 30});
+    }
+    if (!strcmp(set, "wgmma")) {
+        /* rung 03's two tile widths forced vs its own pick, on the shapes it takes (many tiles) */
+        for (int64_t n : {1024, 2048, 4096, 8192}) bench_shape(rs, "wgmma", "square", n, n, n, {0, 9, 13, 17, 18});
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"smol_qkv", 960, 576},     {"smol_o", 576, 576},       {"smol_gateup", 3072, 576},
+            {"smol_down", 576, 1536},   {"smol_lmhead", 49152, 576}, {"llama_qkv", 6144, 4096},
+            {"llama_gateup", 28672, 4096}, {"llama_down", 4096, 14336}};
+        for (const auto &s : ms)
+            for (int64_t M : {128, 512, 2048}) {
+                std::vector<int> ks = {0, 9, 20, 13, 17, 18};
+                if (strstr(s.n, "gateup")) ks.push_back(21);
+                if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
+                bench_shape(rs, "wgmma", s.n, M, s.N, s.K, ks);
+            }
+    }
+    if (!strcmp(set, "splitk")) {
+        /* rung 04 where split-K matters (few tiles): Llama-3-8B QKV / down, the SmolLM2 shapes */
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"llama_qkv", 6144, 4096}, {"llama_down", 4096, 14336}, {"smol_qkv", 960, 576},
+            {"smol_o", 576, 576},      {"smol_gateup", 3072, 576},  {"smol_down", 576, 1536},
+            {"smol_lmhead", 49152, 576}};
+        for (const auto &s : ms)
+            for (int64_t M : {32, 64, 128, 512, 2048}) {
+                /* many tiles (wgmma's ground): the references and "auto" only */
+                if ((strstr(s.n, "llama") && M == 2048) || strstr(s.n, "lmhead")) {
+                    bench_shape(rs, "splitk", s.n, M, s.N, s.K, {0, 9, 20});
+                    continue;
+                }
+                std::vector<int> ks = {0, 9, 20, 40, 12, 13, 14, 15, 16};
+                for (int c = 0; c < 3; c++)
+                    for (int cs : {2, 4, 8}) ks.push_back(100 + 10 * c + cs);
+                if (strstr(s.n, "gateup")) ks.push_back(21);
+                if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
+                bench_shape(rs, "splitk", s.n, M, s.N, s.K, ks);
+            }
     }
     if (json) write_json(json, rs, prop.name);
     if (png) write_charts(png, rs);

@@ -4,11 +4,14 @@
  * order, fused bias / residual / SwiGLU epilogue.
  *
  * Algorithm (fast.cu's kernel 12 shape, HOPPER_GEMM_NOTES §5, without clusters/TMA store):
- *  - CTA tile 128 (M) x 256 (N) x 64 (K); 4 shared-memory stages of 48 KB (A 16 KB + B 32 KB),
- *    written by TMA (cp.async.bulk.tensor.2d, 128-byte swizzle, boxes {64, 128}).
+ *  - CTA tile 128 (M) x BN (N) x 64 (K), BN = 256 (4 shared-memory stages of 48 KB: A 16 KB +
+ *    B 32 KB) or 128 (6 stages of 32 KB), written by TMA (cp.async.bulk.tensor.2d, 128-byte
+ *    swizzle, boxes {64, 128} for X and {64, BN / 2} for W). The entry picks BN per shape
+ *    (tinfer_gemm_bf16_wgmma_pick_bn: fewest rounds of tiles x (BN + a fixed per-tile cost)):
+ *    128-wide tiles double the CTAs of problems that leave SMs idle or end on a thin last wave.
  *  - 384 threads = 3 warpgroups. WG0 is the producer (setmaxnreg 40; one thread issues the TMA
  *    loads into a ring of full/empty mbarriers). WG1, WG2 are consumers (setmaxnreg 232): each
- *    owns 64 rows of the tile and runs wgmma.m64n256k16 (128 FP32 accumulators per thread),
+ *    owns 64 rows of the tile and runs wgmma.m64nBNk16 (BN / 2 FP32 accumulators per thread),
  *    keeping one k-block of wgmma in flight (wait_group 1) and releasing the stage before it.
  *  - Persistent: grid = #SMs, CTA b takes tiles b, b + grid, ...; tiles are numbered in groups
  *    of 16 M-tiles so the ~132 tiles in flight share 16 A row-blocks and ~8 B row-blocks in L2.
@@ -28,6 +31,13 @@
  * cuBLAS), 4096^3 722.7 (90.9%), 2048^3 556.6 (81.4%), 1024^3 121.5 (69.7%). Small problems have
  * a floor of 13 us (whole tiles) to 20 us (ragged tiles) against cuBLAS's 8-10 us, and the
  * general epilogue (residual) adds ~23 us per tile round: see gemm/NOTES.md for the analysis.
+ * Tile width (forced sweep, H200 2026-12-02 16:04 UTC, stream timing, % of the faster of cuBLAS /
+ * cublasLt): BN = 128 vs 256: SmolLM2 QKV M = 2048 10.9 vs 18.7 us, down M = 2048 14.6 vs 21.2,
+ * gate/up M = 2048 21.9 vs 27.6, 1024^3 10.9 vs 17.6, Llama-3-8B down M = 512 81.7 vs 168 (95.7% of
+ * cublasLt), QKV M = 128 25.5 vs 45.1; BN = 256 stays ahead from 4096^3 (190 vs 210 us) and on
+ * Llama at M = 2048 (e.g. gate/up 655 vs 758 us).
+ * General epilogue: the residual of a 16-row piece is now loaded before it is used (was: one
+ * dependent load per row in a rolled loop, ~20 us per tile round).
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/tc/bf16_epi.cuh"
@@ -37,18 +47,26 @@
 #include <cudaTypedefs.h>
 
 #define WS_BM 128
-#define WS_BN 256
 #define WS_BK 64
-#define WS_STAGES 4
 #define WS_A_BYTES (WS_BM * WS_BK * 2)
-#define WS_B_BYTES (WS_BN * WS_BK * 2)
-#define WS_STAGE_BYTES (WS_A_BYTES + WS_B_BYTES)
 /* per consumer warp: two 16 x 33 FP32 epilogue scratch tiles (gate/plain and up) */
 #define WS_SCR_WARP (2 * 16 * 33 * 4)
-/* + 1024: stage buffers must start 1024-byte aligned for the 128B swizzle (§2); + 128: barriers;
- * + 8 warps' epilogue scratch. 231,552 B, under the 232,448 B (227 KB) per-block limit. */
-#define WS_SMEM_BYTES (WS_STAGES * WS_STAGE_BYTES + 1024 + 128 + 8 * WS_SCR_WARP)
 #define WS_GROUP_M 16
+
+/* Geometry of one tile width BN (256: the large-problem tile; 128: twice the tiles, for problems
+ * whose 128 x 256 tiles leave SMs idle or quantize badly into waves). Stages fill the same
+ * ~192 KB: 4 x 48 KB or 6 x 32 KB. SMEM: + 1024 so the stage buffers can start 1024-byte aligned
+ * for the 128B swizzle (§2); + 128 barriers; + 8 warps' epilogue scratch: 231,552 B, under the
+ * 232,448 B (227 KB) per-block limit. */
+template <int BN> struct WsGeo {
+    static_assert(BN == 256 || BN == 128, "tile width 128 or 256");
+    static constexpr int B_BYTES = BN * WS_BK * 2;
+    static constexpr int STAGE_BYTES = WS_A_BYTES + B_BYTES;
+    static constexpr int STAGES = BN == 256 ? 4 : 6;
+    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 128 + 8 * WS_SCR_WARP;
+    static constexpr int NACC = BN / 2; /* FP32 accumulators per consumer thread (m64nBN) */
+    static_assert(SMEM <= 232448, "shared memory per block");
+};
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 static __device__ __forceinline__ uint32_t smem_u32(const void *p) {
@@ -119,20 +137,50 @@ static __device__ __forceinline__ void wgmma_m64n256k16(float d[128], uint64_t d
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "l"(da), "l"(db), "r"(scale_d));
 }
+static __device__ __forceinline__ void wgmma_m64n128k16(float d[64], uint64_t da, uint64_t db,
+                                                        uint32_t scale_d) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+/* One m64nBNk16 step on the BN / 2 accumulators of a consumer thread. */
+template <int BN>
+static __device__ __forceinline__ void wgmma_step(float *d, uint64_t da, uint64_t db, uint32_t scale_d) {
+    if constexpr (BN == 256) wgmma_m64n256k16(d, da, db, scale_d);
+    else wgmma_m64n128k16(d, da, db, scale_d);
+}
 /* Pin the accumulators in place around async wgmma boundaries: the compiler must not move
  * reads or writes of d across the wait / first issue (CUTLASS's warpgroup_fence_operand). */
-static __device__ __forceinline__ void fence_acc(float d[128]) {
+template <int N> static __device__ __forceinline__ void fence_acc(float (&d)[N]) {
 #pragma unroll
-    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
 #endif
 
-/* EPI 0: no bias, residual or SwiGLU (straight stores); 1: the general epilogue. */
-template <int EPI>
+/* BN: tile width (WsGeo). EPI 0: no bias, residual or SwiGLU (straight stores); 1: the general
+ * epilogue. */
+template <int BN, int EPI>
 static __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
                     tinfer_gemm_bf16_args a, int32_t tiles_m, int32_t tiles_n, int32_t kblocks, int32_t vec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using G = WsGeo<BN>;
+    constexpr int WS_STAGES = G::STAGES, WS_STAGE_BYTES = G::STAGE_BYTES, WS_B_BYTES = G::B_BYTES;
+    constexpr int WS_BN = BN;
     extern __shared__ uint8_t ws_smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)ws_smem_raw + 1023) & ~(uintptr_t)1023);
     uint64_t *full = (uint64_t *)(smem + WS_STAGES * WS_STAGE_BYTES);
@@ -184,7 +232,7 @@ static __global__ void __launch_bounds__(384, 1)
         void *const e_Y = a.Y;
         const int64_t e_ldy = a.ldy, e_ldr = a.ldr, e_M = a.M;
         const bool e_sw = a.swiglu != 0, e_f32 = a.y_dtype == TINFER_DTYPE_F32;
-        float d[128];
+        float d[G::NACC];
         uint32_t it = 0;
         for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             const int32_t per_group = WS_GROUP_M * tiles_n, grp = tile / per_group;
@@ -200,7 +248,7 @@ static __global__ void __launch_bounds__(384, 1)
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
                 for (int kk = 0; kk < WS_BK / 16; kk++)
-                    wgmma_m64n256k16(d, wgmma_desc(sa + kk * 32), wgmma_desc(sb + kk * 32), (kb | kk) != 0);
+                    wgmma_step<BN>(d, wgmma_desc(sa + kk * 32), wgmma_desc(sb + kk * 32), (kb | kk) != 0);
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
                 if (kb > 0 && tid == 0) mbar_arrive(&empty[prev]);
@@ -219,13 +267,13 @@ static __global__ void __launch_bounds__(384, 1)
                 if (a.y_dtype == TINFER_DTYPE_BF16) {
                     uint16_t *y = (uint16_t *)a.Y + row0 * a.ldy + col0;
 #pragma unroll
-                    for (int p = 0; p < 64; p++)
+                    for (int p = 0; p < G::NACC / 2; p++)
                         *(uint32_t *)(y + 8 * (p & 1) * a.ldy + 8 * (p >> 1)) =
                             (uint32_t)tinfer_f2bf16(d[2 * p]) | ((uint32_t)tinfer_f2bf16(d[2 * p + 1]) << 16);
                 } else {
                     float *y = (float *)a.Y + row0 * a.ldy + col0;
 #pragma unroll
-                    for (int p = 0; p < 64; p++)
+                    for (int p = 0; p < G::NACC / 2; p++)
                         *(float2 *)(y + 8 * (p & 1) * a.ldy + 8 * (p >> 1)) = make_float2(d[2 * p], d[2 * p + 1]);
                 }
             } else {
@@ -237,37 +285,49 @@ static __global__ void __launch_bounds__(384, 1)
                 float(*scr)[16][33] = (float(*)[16][33])(smem + WS_STAGES * WS_STAGE_BYTES + 128 + (c * 4 + warp) * WS_SCR_WARP);
                 const int64_t rbase = (int64_t)tm * WS_BM + 64 * c + 16 * warp;
                 const int64_t jbase = a.swiglu ? (int64_t)tn * (WS_BN / 2) : (int64_t)tn * WS_BN;
+                constexpr int PIECES = BN / 32; /* 32-column pieces of the accumulator tile */
 #pragma unroll
-                for (int pc = 0; pc < 8; pc++) {
-                    if (a.swiglu && pc >= 4) break;
+                for (int pc = 0; pc < PIECES; pc++) {
+                    if (a.swiglu && pc >= PIECES / 2) break;
 #pragma unroll
                     for (int q = 0; q < 4; q++)
 #pragma unroll
                         for (int e = 0; e < 4; e++) {
                             const int i = 4 * (pc * 4 + q) + e;
                             scr[0][g + 8 * ((e >> 1) & 1)][8 * q + 2 * t + (e & 1)] = d[i];
-                            if (pc < 4 && a.swiglu) scr[1][g + 8 * ((e >> 1) & 1)][8 * q + 2 * t + (e & 1)] = d[(i + 64) & 127];
+                            if (pc < PIECES / 2 && a.swiglu)
+                                scr[1][g + 8 * ((e >> 1) & 1)][8 * q + 2 * t + (e & 1)] = d[(i + G::NACC / 2) % G::NACC];
                         }
                     __syncwarp();
                     const int64_t j = jbase + pc * 32 + lane;
                     if (j < nout) {
                         const float bg = e_bias ? tinfer_bf16f(e_bias[j]) : 0.f;
                         const float bu = e_bias && e_sw ? tinfer_bf16f(e_bias[F + j]) : 0.f;
-#pragma unroll 4
+                        /* The piece's 16 residual values are loaded before any is used: one
+                         * round trip per piece instead of one per row (the rolled load-add-store
+                         * loop kept ~4 loads in flight and cost ~20 us per tile, run 4). R may be
+                         * Y itself: each element is read here and written below by this lane only. */
+                        float rv[16];
+#pragma unroll
                         for (int r = 0; r < 16; r++) {
                             const int64_t m = rbase + r;
-                            if (m >= e_M) break;
-                            float v = scr[0][r][lane] + bg;
-                            if (e_sw) {
-                                const float u = scr[1][r][lane] + bu;
-                                v = v / (1.0f + __expf(-v)) * u;
-                            }
-                            if (e_f32) {
-                                if (e_R) v += ((const float *)e_R)[m * e_ldr + j];
-                                ((float *)e_Y)[m * e_ldy + j] = v;
-                            } else {
-                                if (e_R) v += tinfer_bf16f(((const uint16_t *)e_R)[m * e_ldr + j]);
-                                ((uint16_t *)e_Y)[m * e_ldy + j] = tinfer_f2bf16(v);
+                            rv[r] = 0.f;
+                            if (e_R && m < e_M)
+                                rv[r] = e_f32 ? ((const float *)e_R)[m * e_ldr + j]
+                                              : tinfer_bf16f(((const uint16_t *)e_R)[m * e_ldr + j]);
+                        }
+#pragma unroll
+                        for (int r = 0; r < 16; r++) {
+                            const int64_t m = rbase + r;
+                            if (m < e_M) {
+                                float v = scr[0][r][lane] + bg;
+                                if (e_sw) {
+                                    const float u = scr[1][r][lane] + bu;
+                                    v = v / (1.0f + __expf(-v)) * u;
+                                }
+                                v += rv[r];
+                                if (e_f32) ((float *)e_Y)[m * e_ldy + j] = v;
+                                else ((uint16_t *)e_Y)[m * e_ldy + j] = tinfer_f2bf16(v);
                             }
                         }
                     }
@@ -299,12 +359,12 @@ static PFN_cuTensorMapEncodeTiled_v12000 ws_encode_fn(void) {
 }
 
 static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
-                                   const char *what, tinfer_err *err) {
+                                   uint32_t box_rows, const char *what, tinfer_err *err) {
     PFN_cuTensorMapEncodeTiled_v12000 enc = ws_encode_fn();
     if (!enc) return tinfer_err_set(err, TINFER_ERR_CUDA, "gemm_bf16 wgmma: cuTensorMapEncodeTiled not available");
     const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
     const cuuint64_t strides[1] = {(cuuint64_t)ld * 2};
-    const cuuint32_t box[2] = {WS_BK, 128}, estr[2] = {1, 1};
+    const cuuint32_t box[2] = {WS_BK, box_rows}, estr[2] = {1, 1};
     CUresult r = enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims, strides, box, estr,
                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -321,21 +381,22 @@ static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64
 typedef struct ws_map_entry {
     const void *p;
     int64_t rows, K, ld;
+    uint32_t box_rows;
     CUtensorMap map;
 } ws_map_entry;
 static thread_local ws_map_entry ws_cache[WS_MAP_CACHE];
 static thread_local int ws_cache_next = 0;
 
 static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
-                                 const char *what, tinfer_err *err) {
+                                 uint32_t box_rows, const char *what, tinfer_err *err) {
     for (int i = 0; i < WS_MAP_CACHE; i++) {
         const ws_map_entry &e = ws_cache[i];
-        if (e.p == base && e.rows == rows && e.K == K && e.ld == ld) {
+        if (e.p == base && e.rows == rows && e.K == K && e.ld == ld && e.box_rows == box_rows) {
             *map = e.map;
             return TINFER_OK;
         }
     }
-    tinfer_status st = ws_encode_map(map, base, rows, K, ld, what, err);
+    tinfer_status st = ws_encode_map(map, base, rows, K, ld, box_rows, what, err);
     if (st != TINFER_OK) return st;
     ws_map_entry &e = ws_cache[ws_cache_next];
     ws_cache_next = (ws_cache_next + 1) % WS_MAP_CACHE;
@@ -343,18 +404,66 @@ static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t
     e.rows = rows;
     e.K = K;
     e.ld = ld;
+    e.box_rows = box_rows;
     e.map = *map;
     return TINFER_OK;
 }
 
-tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+/* Tile width for a shape: the one whose tiles finish soonest, modelling a tile's time as its
+ * width plus a fixed per-tile cost of TINFER_GEMM_BF16_WGMMA_TILE_FIXED columns (pipeline fill,
+ * epilogue) and counting whole rounds of tiles over the SMs (the persistent grid's waves). */
+int32_t tinfer_gemm_bf16_wgmma_pick_bn(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm) {
+    int32_t best = 256;
+    int64_t best_cost = -1;
+    for (int32_t bn = 256; bn >= 128; bn /= 2) {
+        const int64_t cols = swiglu ? bn / 2 : bn;
+        const int64_t tiles = ((M + WS_BM - 1) / WS_BM) * ((nout + cols - 1) / cols);
+        const int64_t rounds = (tiles + n_sm - 1) / n_sm;
+        const int64_t cost = rounds * (bn + TINFER_GEMM_BF16_WGMMA_TILE_FIXED);
+        if (best_cost < 0 || cost < best_cost) {
+            best = bn;
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
+template <int BN>
+static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm, cudaStream_t s, tinfer_err *err) {
+    using G = WsGeo<BN>;
     tinfer_status status = TINFER_OK;
-    int dev = 0, major = 0, n_sm = 0;
     CUtensorMap mx, mw;
     static int smem_set_for = -1;
+    const bool plain = !a->bias && !a->R && !a->swiglu;
+    if ((status = ws_make_map(&mx, a->X, a->M, a->K, a->ldx, WS_BM, "X", err)) != TINFER_OK) return status;
+    if ((status = ws_make_map(&mw, a->W, a->N, a->K, a->ldw, BN / 2, "W", err)) != TINFER_OK) return status;
+    if (smem_set_for != dev) {
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+        smem_set_for = dev;
+    }
+    {
+        const int64_t nout = tinfer_gemm_bf16_nout(*a);
+        const int32_t tiles_m = (int32_t)((a->M + WS_BM - 1) / WS_BM);
+        const int32_t tiles_n = (int32_t)(a->swiglu ? (nout + BN / 2 - 1) / (BN / 2) : (nout + BN - 1) / BN);
+        const int32_t kblocks = (int32_t)((a->K + WS_BK - 1) / WS_BK);
+        const int64_t tiles = (int64_t)tiles_m * tiles_n;
+        if (tiles > INT32_MAX) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: too many tiles");
+        const int grid = (int)(tiles < n_sm ? tiles : n_sm);
+        const int32_t vec = tinfer_bf16_epi_vec_ok(*a) ? 1 : 0;
+        if (plain) wgmma_ws_kernel<BN, 0><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, vec);
+        else wgmma_ws_kernel<BN, 1><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, vec);
+        TINFER_CUDA_LAUNCH_CHECK(err, "wgmma_ws_kernel");
+    }
+cleanup:
+    return status;
+}
+
+tinfer_status tinfer_gemm_bf16_wgmma_ws_bn(const tinfer_gemm_bf16_args *a, int32_t bn, cudaStream_t s, tinfer_err *err) {
+    tinfer_status status = TINFER_OK;
+    int dev = 0, major = 0, n_sm = 0;
     /* per-device (compute capability major, SM count), read once: 16 devices per host at most */
     static int dev_major[16], dev_sms[16];
-    const bool plain = !a->bias && !a->R && !a->swiglu;
     TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
     if (dev < 0 || dev >= 16 || !dev_sms[dev]) {
         TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -371,26 +480,15 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStre
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90 (device %d is sm_%d*)", dev, major);
     if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: dimension over 2^31");
-    if ((status = ws_make_map(&mx, a->X, a->M, a->K, a->ldx, "X", err)) != TINFER_OK) return status;
-    if ((status = ws_make_map(&mw, a->W, a->N, a->K, a->ldw, "W", err)) != TINFER_OK) return status;
-    if (smem_set_for != dev) {
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, WS_SMEM_BYTES));
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, WS_SMEM_BYTES));
-        smem_set_for = dev;
-    }
-    {
-        const int64_t nout = tinfer_gemm_bf16_nout(*a);
-        const int32_t tiles_m = (int32_t)((a->M + WS_BM - 1) / WS_BM);
-        const int32_t tiles_n = (int32_t)(a->swiglu ? (nout + WS_BN / 2 - 1) / (WS_BN / 2) : (nout + WS_BN - 1) / WS_BN);
-        const int32_t kblocks = (int32_t)((a->K + WS_BK - 1) / WS_BK);
-        const int64_t tiles = (int64_t)tiles_m * tiles_n;
-        if (tiles > INT32_MAX) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: too many tiles");
-        const int grid = (int)(tiles < n_sm ? tiles : n_sm);
-        const int32_t vec = tinfer_bf16_epi_vec_ok(*a) ? 1 : 0;
-        if (plain) wgmma_ws_kernel<0><<<grid, 384, WS_SMEM_BYTES, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, vec);
-        else wgmma_ws_kernel<1><<<grid, 384, WS_SMEM_BYTES, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, vec);
-        TINFER_CUDA_LAUNCH_CHECK(err, "wgmma_ws_kernel");
-    }
+    if (bn == TINFER_GEMM_BF16_WGMMA_BN_AUTO)
+        bn = tinfer_gemm_bf16_wgmma_pick_bn(a->M, tinfer_gemm_bf16_nout(*a), a->swiglu, n_sm);
+    if (bn == 256) return ws_launch<256>(a, dev, n_sm, s, err);
+    if (bn == 128) return ws_launch<128>(a, dev, n_sm, s, err);
+    return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tile width %d (128 or 256)", (int)bn);
 cleanup:
     return status;
+}
+
+tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+    return tinfer_gemm_bf16_wgmma_ws_bn(a, TINFER_GEMM_BF16_WGMMA_BN_AUTO, s, err);
 }

@@ -21,11 +21,17 @@ tinfer_status tinfer_gemm_bf16_mma(const tinfer_gemm_bf16_args *a, int32_t cfg, 
 tinfer_status tinfer_gemm_bf16_mma_split(const tinfer_gemm_bf16_args *a, int32_t cfg, int32_t cs, cudaStream_t s,
                                          tinfer_err *err);
 
-/* The wgmma kernel's CTA tile (WS_BM x WS_BN in 03_wgmma_ws.cu; keep equal): the dispatcher counts
- * its tiles to decide whether it fills the GPU. */
+/* The wgmma kernel's CTA tile (WS_BM x BN in 03_wgmma_ws.cu, BN = 256 or 128; keep equal): the
+ * dispatcher counts its largest tiles to decide whether it fills the GPU. */
 #define TINFER_GEMM_BF16_WGMMA_TILE_M 128
 #define TINFER_GEMM_BF16_WGMMA_TILE_N 256
 
+/* Rung 3 with its tile width picked per shape (tinfer_gemm_bf16_wgmma_pick_bn). */
 tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
+/* Rung 3 with a given tile width: 256, 128, or TINFER_GEMM_BF16_WGMMA_BN_AUTO. */
+#define TINFER_GEMM_BF16_WGMMA_BN_AUTO 0
+tinfer_status tinfer_gemm_bf16_wgmma_ws_bn(const tinfer_gemm_bf16_args *a, int32_t bn, cudaStream_t s, tinfer_err *err);
+/* The tile width the AUTO pick takes for M x N' outputs on n_sm SMs (exposed for tests/bench). */
+int32_t tinfer_gemm_bf16_wgmma_pick_bn(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm);
 
 #endif

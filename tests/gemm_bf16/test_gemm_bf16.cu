@@ -68,7 +68,8 @@ typedef struct test_case {
     int bias, resid, swiglu;
 } test_case;
 
-/* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'd' = dispatcher path,
+/* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
+ * tile width id, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
  * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id] */
 typedef struct runner {
     char kind;
@@ -96,6 +97,10 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a, cu
     if (r->kind == 's') { /* rung 04: tile config id / 10, split factor id % 10 */
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
         return st != TINFER_OK ? st : tinfer_gemm_bf16_mma_split(a, r->id / 10, r->id % 10, s, err);
+    }
+    if (r->kind == 'w') { /* rung 03 with tile width id (128 or 256) */
+        const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
+        return st != TINFER_OK ? st : tinfer_gemm_bf16_wgmma_ws_bn(a, r->id, s, err);
     }
     if (r->kind == 'm') {
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
@@ -395,6 +400,8 @@ int main(int argc, char **argv) {
     /* rung 02 runs through its entry (auto tile config) and with each tile config forced */
     const runner gemm_all[] = {{'t', 1, "wmma"},          {'t', 2, "mma"},           {'m', 0, "mma64x64"},
                                {'m', 1, "mma128x64"},     {'m', 2, "mma128x128"},    {'t', 3, "wgmma"},
+                               /* rung 03 with each tile width forced (its entry picks one per shape) */
+                               {'w', 128, "wgmma128"},    {'w', 256, "wgmma256"},
                                /* rung 04 (split-K over a cluster): entry (auto), config x split factor */
                                {'t', 4, "split"},         {'s', 2, "split64x64/2"},  {'s', 4, "split64x64/4"},
                                {'s', 8, "split64x64/8"},  {'s', 12, "split128x64/2"}, {'s', 14, "split128x64/4"},
@@ -461,7 +468,8 @@ int main(int argc, char **argv) {
                              {4, 256, 8192, BF, 0, 1, 0}, {2, 16400, 576, BF, 1, 0, 0},
                              /* the GEMM path's rung choice: few wgmma tiles -> rung 02, many -> rung 03 */
                              {128, 960, 576, BF, 1, 0, 0}, {2048, 2 * 1536, 576, BF, 0, 0, 1},
-                             /* few wgmma tiles and long K: rung 04 with its automatic split */
+                             /* few wgmma tiles and long K: rung 04 with its automatic split at M <= 64,
+                              * rung 03 with 128 x 128 tiles above */
                              {64, 1024, 8192, BF, 0, 1, 0}, {200, 2 * 512, 4096, BF, 1, 0, 1}};
     for (const auto &c : dpc) {
         if (quick && (c.M > 8 || c.N * c.K > 2000000)) continue;
