@@ -131,9 +131,12 @@ typedef enum tinfer_gemm_bf16_path {
  * a small weight re-read once per 16 tokens costs less than the GEMM's fixed latency. Chosen from
  * the sweep in gemm/NOTES.md ("BF16: dispatch threshold", H200, 2026-12-02): at M = 32 the GEMV
  * beat the wgmma kernel on every SmolLM2 shape but the 56 MB LM head, and lost on Llama-3-8B;
- * at M = 64 it still won on the SmolLM2 shapes up to 3.5 MB. */
+ * at M = 64 it still won on the SmolLM2 shapes up to 3.5 MB against wgmma, but not against the
+ * split-K rung 04 that now takes those shapes (rung 04 forced vs the GEMV at M = 64, split-K run
+ * in gemm/NOTES.md: gate/up 7.4 vs 10.9 us, down 6.6 vs 7.8, QKV 5.7 vs 5.6, O 5.5 vs 5.3; at
+ * M = 32 the GEMV still wins or ties: gate/up 6.9 vs 7.0, QKV 5.0 vs 5.5). Hence 32. */
 #define TINFER_GEMM_BF16_GEMV_MAX_M 16
-#define TINFER_GEMM_BF16_SMALL_W_MAX_M 64
+#define TINFER_GEMM_BF16_SMALL_W_MAX_M 32
 #define TINFER_GEMM_BF16_SMALL_W_BYTES ((int64_t)8 << 20)
 
 /* Which decode rung the GEMV path runs (same sweep, fourth H200 run): rung 06 (2-block cluster

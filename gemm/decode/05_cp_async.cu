@@ -27,6 +27,21 @@
  * (QKV 22.9, gate/up 76.3 us), so dispatch takes it only for K >= 8192.
  * Tried and reverted (run 3): prefetching X one stage ahead plus the .L2::256B hint made
  * down 45.6 us (+31%); which of the two did it was not separated.
+ * X staging (plain path, not SwiGLU): the pass's 8 * NT token rows of each k-tile are copied by
+ * cp.async into the stage together with W (same commit group, same XOR layout, so a lane's X
+ * granule has the index of its W granule); the mma reads X from shared memory instead of an
+ * __ldg issued right in front of it. Rung 07 showed that X in shared memory removes the growth
+ * with M (+0-6% at M = 8 against +13-27%). Cost: 24 KB (M <= 8) or 48 KB (M 9-16) more shared
+ * memory per block, so fewer blocks per SM.
+ * Measured with X staged at every M (H200, 2026-12-02 17:21 UTC, `tinfer-bench-gemm-bf16 model`,
+ * stream timing; us at M = 1 / 2 / 8 / 16): QKV (05) 18.9 / 19.3 / 19.5 / 19.4, gate/up (05)
+ * 66.8 / 66.8 / 68.2 / 69.8, down (06) 36.5 / 35.8 / 37.2 / 39.4: flat in M (+2-3% at M = 8),
+ * and against the unstaged kernel (previous runs: 17.2 / 17.9 / 19.4 / 21.6, 61.3 / 68.4 / 77.7 /
+ * 81.2, 32.4 / 33.3 / 36.2 / 39.9) equal or faster from M = 2 on (gate/up M = 8: -12%), but
+ * 9-13% slower at M = 1 (one token row in eight staged rows, and fewer blocks per SM). So the
+ * launcher stages X from M = 2 on and runs the unstaged kernel at M = 1 (both kernels passed
+ * the full test and sanitizers in that run; the M = 1 switch itself is a host-side choice made
+ * after it).
  */
 #include "gemm/cuda/cuda_check.h"
 
@@ -70,10 +85,16 @@ template <int N> static __device__ __forceinline__ void cp_async_wait(void) {
 
 /* KS = 1: rung 05. KS = 2: rung 06, a cluster of 2 blocks (grid z) splits the K tiles of the same
  * 16 columns and block 1 hands its partial sums to block 0 through distributed shared memory. */
-template <int NT, bool SWI, int KS>
+template <int NT, bool SWI, int KS, bool XSTAGE>
 static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_gemm_bf16_args a) {
     constexpr int RW = SWI ? 32 : 16; /* weight rows per block */
-    extern __shared__ uint4 g05_stage[]; /* [G05_STAGES][RW][32] granules of 16 B */
+    /* XSTAGE (plain path only): X is staged through the pipeline with W: the 8 * NT token rows of
+     * each k-tile land in shared memory with the stage, so no mma waits on a global X load. */
+    constexpr bool XS = XSTAGE && !SWI;
+    constexpr int XR = 8 * NT; /* token rows per pass */
+    extern __shared__ uint4 g05_stage[]; /* [G05_STAGES][RW][32] granules of 16 B, then (XS)
+                                          * [G05_STAGES][XR][32] of X */
+    uint4 *const g05_x = g05_stage + G05_STAGES * RW * 32;
     __shared__ float red[G05_WARPS][SWI ? 2 : 1][16][16];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int64_t nout = tinfer_gemm_bf16_nout(a);
@@ -92,6 +113,16 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
             const bool ok = col < nout && k < a.K;
             cp_async16(&g05_stage[(st * RW + r) * 32 + (q ^ (r & 7))], ok ? (const void *)(a.W + wrow * a.ldw + k) : (const void *)a.W,
                        ok ? 16u : 0u);
+        }
+        if (XS) {
+#pragma unroll
+            for (int i = 0; i < XR * 32 / (G05_WARPS * 32); i++) {
+                const int idx = threadIdx.x + i * G05_WARPS * 32, r = idx / 32, q = idx % 32;
+                const int64_t tok = m0 + r, k = (kt0 + kt) * G05_KT + q * 8;
+                const bool ok = tok < a.M && k < a.K; /* else zero-filled: the mma adds 0 */
+                cp_async16(&g05_x[(st * XR + r) * 32 + (q ^ (r & 7))],
+                           ok ? (const void *)(a.X + tok * a.ldx + k) : (const void *)a.X, ok ? 16u : 0u);
+            }
         }
     };
 #pragma unroll
@@ -124,8 +155,14 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
         const uint4 *sb = &g05_stage[st * RW * 32];
         const uint4 w0 = sb[g * 32 + q], w1 = sb[(g + 8) * 32 + q];
         uint4 xb[NT];
-        xb[0] = x0ok && k < a.K ? __ldg((const uint4 *)(x0 + k)) : z;
-        if (NT == 2) xb[NT - 1] = x1ok && k < a.K ? __ldg((const uint4 *)(x1 + k)) : z;
+        if (XS) { /* token rows g and 8 + g share (row & 7) = g & 7 with the W rows: same q */
+            const uint4 *xs = &g05_x[st * XR * 32];
+            xb[0] = xs[g * 32 + q];
+            if (NT == 2) xb[NT - 1] = xs[(8 + g) * 32 + q];
+        } else {
+            xb[0] = x0ok && k < a.K ? __ldg((const uint4 *)(x0 + k)) : z;
+            if (NT == 2) xb[NT - 1] = x1ok && k < a.K ? __ldg((const uint4 *)(x1 + k)) : z;
+        }
         /* Fragments as in rung 04: .x/.y words feed the first k16 mma, .z/.w the second. */
 #pragma unroll
         for (int n = 0; n < NT; n++) {
@@ -182,12 +219,12 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
     }
 }
 
-template <int NT, bool SWI, int KS>
+template <int NT, bool SWI, int KS, bool XSTAGE>
 static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     const int64_t nout = tinfer_gemm_bf16_nout(*a);
     const int64_t passes = (a->M + 15) / 16;
-    const int smem = G05_STAGES * (SWI ? 32 : 16) * 32 * 16;
+    const int smem = G05_STAGES * ((SWI ? 32 : 16) + (XSTAGE && !SWI ? 8 * NT : 0)) * 32 * 16; /* W (+ X) */
     static int attr_dev = -1;
     int dev = 0;
     if (passes > 65535 || (nout + 15) / 16 > 0x7fffffff)
@@ -195,13 +232,13 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
                               (long long)a->M, (long long)a->N);
     TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
     if (attr_dev != dev) { /* > 48 KB of dynamic shared memory must be asked for once per device */
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv05_kernel<NT, SWI, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv05_kernel<NT, SWI, KS, XSTAGE>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         attr_dev = dev;
     }
     {
         dim3 grid((unsigned)((nout + 15) / 16), (unsigned)passes, KS);
         if (KS == 1) {
-            gemv05_kernel<NT, SWI, KS><<<grid, G05_WARPS * 32, smem, s>>>(*a);
+            gemv05_kernel<NT, SWI, KS, XSTAGE><<<grid, G05_WARPS * 32, smem, s>>>(*a);
         } else {
             cudaLaunchConfig_t cfg;
             cudaLaunchAttribute attr[1];
@@ -216,7 +253,7 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
             attr[0].val.clusterDim.z = KS;
             cfg.attrs = attr;
             cfg.numAttrs = 1;
-            TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv05_kernel<NT, SWI, KS>, *a));
+            TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv05_kernel<NT, SWI, KS, XSTAGE>, *a));
         }
         TINFER_CUDA_LAUNCH_CHECK(err, "gemv05_kernel");
     }
@@ -226,8 +263,10 @@ cleanup:
 
 tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
     const bool one_tile = a->M <= 8;
-    if (a->swiglu) return one_tile ? gemv05_launch<1, true, 1>(a, s, err) : gemv05_launch<2, true, 1>(a, s, err);
-    return one_tile ? gemv05_launch<1, false, 1>(a, s, err) : gemv05_launch<2, false, 1>(a, s, err);
+    if (a->swiglu) return one_tile ? gemv05_launch<1, true, 1, false>(a, s, err) : gemv05_launch<2, true, 1, false>(a, s, err);
+    /* X staged from 2 tokens up (see the file comment: at M = 1 it cost 9-13%) */
+    if (a->M == 1) return gemv05_launch<1, false, 1, false>(a, s, err);
+    return one_tile ? gemv05_launch<1, false, 1, true>(a, s, err) : gemv05_launch<2, false, 1, true>(a, s, err);
 }
 
 tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
@@ -239,6 +278,7 @@ tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStrea
     if (major < 9)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", major);
     const bool one_tile = a->M <= 8;
-    if (a->swiglu) return one_tile ? gemv05_launch<1, true, 2>(a, s, err) : gemv05_launch<2, true, 2>(a, s, err);
-    return one_tile ? gemv05_launch<1, false, 2>(a, s, err) : gemv05_launch<2, false, 2>(a, s, err);
+    if (a->swiglu) return one_tile ? gemv05_launch<1, true, 2, false>(a, s, err) : gemv05_launch<2, true, 2, false>(a, s, err);
+    if (a->M == 1) return gemv05_launch<1, false, 2, false>(a, s, err);
+    return one_tile ? gemv05_launch<1, false, 2, true>(a, s, err) : gemv05_launch<2, false, 2, true>(a, s, err);
 }
