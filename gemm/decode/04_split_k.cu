@@ -19,21 +19,11 @@
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/decode/gemv_bf16_internal.h"
+#include "gemm/decode/ptx.cuh"
 #include "gemm/tc/bf16_epi.cuh"
 
 #define G04_WARPS 8
 #define G04_U 4
-
-static __device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t a1,
-                                                      uint32_t a2, uint32_t a3, uint32_t b0,
-                                                      uint32_t b1) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
-}
 
 /* NT: n8 token tiles (1: M <= 8 per pass, 2: 16). SWI: fused gate/up rows. */
 template <int NT, bool SWI>
@@ -87,11 +77,11 @@ static __global__ void __launch_bounds__(G04_WARPS * 32) gemv04_kernel(tinfer_ge
              * a3 = (row g+8, pair 1); B: b0 = (token g, pair 0), b1 = (token g, pair 1). */
 #pragma unroll
             for (int n = 0; n < NT; n++) {
-                mma_bf16_16816(cg[n], wa[i][0].x, wa[i][1].x, wa[i][0].y, wa[i][1].y, xb[i][n].x, xb[i][n].y);
-                mma_bf16_16816(cg[n], wa[i][0].z, wa[i][1].z, wa[i][0].w, wa[i][1].w, xb[i][n].z, xb[i][n].w);
+                tdec::mma_16816(cg[n], wa[i][0].x, wa[i][1].x, wa[i][0].y, wa[i][1].y, xb[i][n].x, xb[i][n].y);
+                tdec::mma_16816(cg[n], wa[i][0].z, wa[i][1].z, wa[i][0].w, wa[i][1].w, xb[i][n].z, xb[i][n].w);
                 if (SWI) {
-                    mma_bf16_16816(cu[n], wb[i][0].x, wb[i][1].x, wb[i][0].y, wb[i][1].y, xb[i][n].x, xb[i][n].y);
-                    mma_bf16_16816(cu[n], wb[i][0].z, wb[i][1].z, wb[i][0].w, wb[i][1].w, xb[i][n].z, xb[i][n].w);
+                    tdec::mma_16816(cu[n], wb[i][0].x, wb[i][1].x, wb[i][0].y, wb[i][1].y, xb[i][n].x, xb[i][n].y);
+                    tdec::mma_16816(cu[n], wb[i][0].z, wb[i][1].z, wb[i][0].w, wb[i][1].w, xb[i][n].z, xb[i][n].w);
                 }
             }
         }

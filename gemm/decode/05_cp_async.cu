@@ -47,6 +47,7 @@
 
 #include <string.h>
 #include "gemm/decode/gemv_bf16_internal.h"
+#include "gemm/decode/ptx.cuh"
 #include "gemm/tc/bf16_epi.cuh"
 
 #include <cooperative_groups.h>
@@ -55,33 +56,10 @@
 #define G05_KT 256
 #define G05_STAGES 6
 
-static __device__ __forceinline__ void mma_16816(float c[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                                 uint32_t a3, uint32_t b0, uint32_t b1) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
-}
-
-static __device__ __forceinline__ void cp_async16(void *dst, const void *src, uint32_t bytes) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)),
-                 "l"(src), "r"(bytes)
-                 : "memory");
-#endif
-}
-static __device__ __forceinline__ void cp_async_commit(void) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-template <int N> static __device__ __forceinline__ void cp_async_wait(void) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
-}
+using tdec::cp_async16;
+using tdec::cp_async_commit;
+using tdec::cp_async_wait;
+using tdec::mma_16816;
 
 /* KS = 1: rung 05. KS = 2: rung 06, a cluster of 2 blocks (grid z) splits the K tiles of the same
  * 16 columns and block 1 hands its partial sums to block 0 through distributed shared memory. */

@@ -49,6 +49,7 @@
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/decode/gemv_bf16_internal.h"
+#include "gemm/decode/ptx.cuh"
 #include "gemm/tc/bf16_epi.cuh"
 
 #include <string.h>
@@ -57,43 +58,6 @@
 #define G07_KT 256 /* k per stage: 8 warps x one 32-wide chunk */
 #define G07_KG (G07_KT / 8)
 
-static __device__ __forceinline__ void g07_mma(float c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                               uint32_t b0, uint32_t b1) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
-}
-
-/* 16-byte cp.async, L1 bypass; bytes = 0 zero-fills without reading. With a policy (evict_first
- * built by createpolicy) the line is marked first to go from L2: W is read exactly once. */
-static __device__ __forceinline__ void g07_cp16(void *dst, const void *src, uint32_t bytes) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)),
-                 "l"(src), "r"(bytes)
-                 : "memory");
-#endif
-}
-static __device__ __forceinline__ void g07_cp16_hint(void *dst, const void *src, uint32_t bytes, uint64_t pol) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(
-                     (uint32_t)__cvta_generic_to_shared(dst)),
-                 "l"(src), "r"(bytes), "l"(pol)
-                 : "memory");
-#endif
-}
-static __device__ __forceinline__ void g07_commit(void) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-template <int N> static __device__ __forceinline__ void g07_wait(void) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
-}
 /* Programmatic dependent launch (sm_90); both are no-ops when the launch did not ask for it. */
 static __device__ __forceinline__ void g07_pdl_wait(void) {
 #if __CUDA_ARCH__ >= 900
@@ -158,8 +122,8 @@ static __global__ void __launch_bounds__(G07_WARPS * 32) gemv07_kernel(tinfer_ge
             const bool ok = col < nout && k < a.K;
             const void *src = ok ? (const void *)(a.W + wrow * a.ldw + k) : (const void *)a.W;
             void *dst = &wst[(st * RW + r) * G07_KG + g07_swz(q, r)];
-            if (evict_first) g07_cp16_hint(dst, src, ok ? 16u : 0u, pol);
-            else g07_cp16(dst, src, ok ? 16u : 0u);
+            if (evict_first) tdec::cp_async16_hint(dst, src, ok ? 16u : 0u, pol);
+            else tdec::cp_async16(dst, src, ok ? 16u : 0u);
         }
     };
     /* Staged X tile (rows < mcount) of flattened iteration i into stage st. */
@@ -171,7 +135,7 @@ static __global__ void __launch_bounds__(G07_WARPS * 32) gemv07_kernel(tinfer_ge
             if (r >= mcount) continue;
             const int64_t k = (int64_t)kt * G07_KT + q * 8;
             const bool ok = k < a.K;
-            g07_cp16(&xs[(st * XR + r) * G07_KG + g07_swz(q, r)],
+            tdec::cp_async16(&xs[(st * XR + r) * G07_KG + g07_swz(q, r)],
                      ok ? (const void *)(a.X + (m0 + r) * a.ldx + k) : (const void *)a.X, ok ? 16u : 0u);
         }
     };
@@ -195,22 +159,22 @@ static __global__ void __launch_bounds__(G07_WARPS * 32) gemv07_kernel(tinfer_ge
 #pragma unroll
     for (int s = 0; s < S - 1; s++) {
         if (s < n_it) load_w(s, s);
-        g07_commit();
+        tdec::cp_async_commit();
     }
     g07_pdl_wait();
     if (XRES) {
         const int kg = (int)(a.K / 8);
         for (int idx = tid; idx < mcount * kg; idx += G07_WARPS * 32) {
             const int r = idx / kg, q = idx % kg;
-            g07_cp16(&xs[r * kpg + g07_swz(q, r)], a.X + (m0 + r) * a.ldx + (int64_t)q * 8, 16u);
+            tdec::cp_async16(&xs[r * kpg + g07_swz(q, r)], a.X + (m0 + r) * a.ldx + (int64_t)q * 8, 16u);
         }
     } else {
 #pragma unroll
         for (int s = 0; s < S - 1; s++)
             if (s < n_it) load_x(s, s);
     }
-    g07_commit();
-    g07_wait<0>();
+    tdec::cp_async_commit();
+    tdec::cp_async_wait<0>();
     __syncthreads();
 
     float cg[NT][4], cu[NT][4];
@@ -222,7 +186,7 @@ static __global__ void __launch_bounds__(G07_WARPS * 32) gemv07_kernel(tinfer_ge
     int kt = 0;
     int64_t tile = t0;
     for (int it = 0; it < n_it; it++) {
-        g07_wait<S - 2>();
+        tdec::cp_async_wait<S - 2>();
         __syncthreads(); /* stage it landed for all threads; stage it - 1 is free to refill */
         {
             const int nk = it + S - 1;
@@ -230,7 +194,7 @@ static __global__ void __launch_bounds__(G07_WARPS * 32) gemv07_kernel(tinfer_ge
                 load_w(nk % S, nk);
                 if (!XRES) load_x(nk % S, nk);
             }
-            g07_commit();
+            tdec::cp_async_commit();
         }
         const int st = it % S;
         const int64_t kc = (int64_t)kt * G07_KT + warp * 32; /* this warp's 32-wide chunk */
@@ -247,15 +211,15 @@ static __global__ void __launch_bounds__(G07_WARPS * 32) gemv07_kernel(tinfer_ge
             /* Fragments as in rung 04: .x/.y words feed the first k16 mma, .z/.w the second. */
 #pragma unroll
             for (int n = 0; n < NT; n++) {
-                g07_mma(cg[n], w0.x, w1.x, w0.y, w1.y, xb[n].x, xb[n].y);
-                g07_mma(cg[n], w0.z, w1.z, w0.w, w1.w, xb[n].z, xb[n].w);
+                tdec::mma_16816(cg[n], w0.x, w1.x, w0.y, w1.y, xb[n].x, xb[n].y);
+                tdec::mma_16816(cg[n], w0.z, w1.z, w0.w, w1.w, xb[n].z, xb[n].w);
             }
             if (SWI) {
                 const uint4 u0 = sb[(16 + g) * G07_KG + g07_swz(q, g)], u1 = sb[(24 + g) * G07_KG + g07_swz(q, g)];
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
-                    g07_mma(cu[n], u0.x, u1.x, u0.y, u1.y, xb[n].x, xb[n].y);
-                    g07_mma(cu[n], u0.z, u1.z, u0.w, u1.w, xb[n].z, xb[n].w);
+                    tdec::mma_16816(cu[n], u0.x, u1.x, u0.y, u1.y, xb[n].x, xb[n].y);
+                    tdec::mma_16816(cu[n], u0.z, u1.z, u0.w, u1.w, xb[n].z, xb[n].w);
                 }
             }
         }
@@ -291,7 +255,7 @@ static __global__ void __launch_bounds__(G07_WARPS * 32) gemv07_kernel(tinfer_ge
             tile++;
         }
     }
-    g07_wait<0>();
+    tdec::cp_async_wait<0>();
 }
 
 /* Largest stage count (16, 12, 8 or 4, at most want) whose shared memory fits; 0 if none does.
