@@ -42,9 +42,35 @@
  * launcher stages X from M = 2 on and runs the unstaged kernel at M = 1 (both kernels passed
  * the full test and sanitizers in that run; the M = 1 switch itself is a host-side choice made
  * after it).
+ * Shared memory and occupancy (2026-12-02, second change): the X-staged kernel held 8 * NT token
+ * rows per stage whatever M was, plus the 8 KB static reduction buffer: 6 x (8 + 4) KB + 8 KB =
+ * 80 KB per block at M <= 8, so 2 blocks per SM (228 KB per SM, 1 KB reserved per block) against
+ * the unstaged kernel's 56 KB and 4 blocks. Now (a) the reduction buffer lives in the stage area
+ * (free once the last stage is consumed: cp.async wait 0 + barrier), (b) only the token rows
+ * that exist are staged (xr = min(M, 8 * NT) rows of 512 B per stage; rows >= xr feed the mma
+ * zeros from registers), (c) the X-staged kernel takes the most stages (6..3) that keep
+ * G05_BLOCKS_PER_SM = 4 blocks on an SM: 6 for xr <= 2 (48 + 3 xr KB), 5 for xr <= 6, 4 for
+ * xr = 7..8, 3 for xr = 16; __launch_bounds__ caps registers at 64 so that 4 blocks fit there too
+ * (ptxas: 45-62 registers, no spills). tinfer_gemv05_config reports the choice and the runtime's
+ * occupancy (test-gemv-pdl prints it). X is staged from M = 1 (G05_XSTAGE_MIN_M).
+ * Programmatic dependent launch (sm_90): the kernel is launched with programmatic stream
+ * serialization, so its blocks can become resident while the previous kernel on the stream
+ * finishes; before griddepcontrol.wait a block only issues an L2 bulk prefetch of its first S - 1
+ * W stages (safe even if the previous kernel writes W: see the comment in the kernel) and, by
+ * default, griddepcontrol.launch_dependents; every read of X / W / bias / R and every write of Y
+ * comes after the wait. Rung 07 measured -1.5..-2.5 us per back-to-back launch with PDL.
+ * Debug / measurement switches (environment, read once per process; a bad value makes the call
+ * fail with TINFER_ERR_INVALID_ARG):
+ *   TINFER_GEMV_PDL=0|1|2|3   0: plain launches; 1 (default): PDL, launch_dependents at the
+ *                             start; 2: PDL, launch_dependents after the main loop; 3: PDL, no
+ *                             explicit launch_dependents (it happens at block exit).
+ *   TINFER_GEMV05_XSTAGE=0|1|2  0: never stage X; 1: stage from M = 1; 2: from M = 2 (the
+ *                             previous choice). Unset: G05_XSTAGE_MIN_M.
+ *   TINFER_GEMV05_STAGES=3..6 force the X-staged kernel's stage count (unset: the rule above).
  */
 #include "gemm/cuda/cuda_check.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include "gemm/decode/gemv_bf16_internal.h"
 #include "gemm/decode/ptx.cuh"
@@ -54,33 +80,67 @@
 
 #define G05_WARPS 8
 #define G05_KT 256
+/* Stages of the unstaged kernels (X from global, and SwiGLU): 6 x 8 KB (16 KB with SwiGLU). */
 #define G05_STAGES 6
+/* Blocks per SM the X-staged kernel's stage count is chosen for: the unstaged M = 1 kernel's
+ * occupancy (48 KB of stages -> 4 blocks in the H200's 228 KB per SM), at which it streamed
+ * 90% of the copy rate on gate/up (gemm/NOTES.md, decode ladder). */
+#define G05_BLOCKS_PER_SM 4
+/* Default of TINFER_GEMV05_XSTAGE: stage X from this many tokens up. */
+#define G05_XSTAGE_MIN_M 1
 
 using tdec::cp_async16;
 using tdec::cp_async_commit;
 using tdec::cp_async_wait;
 using tdec::mma_16816;
 
+/* Dynamic shared memory of one launch: S stages of RW weight rows plus (X staged) xr token rows,
+ * 512 B each. The reduction buffer reuses the stage area once the loop is done. */
+static size_t g05_smem(int stages, int rw, int xr) { return (size_t)stages * (size_t)(rw + xr) * G05_KT * 2; }
+
 /* KS = 1: rung 05. KS = 2: rung 06, a cluster of 2 blocks (grid z) splits the K tiles of the same
- * 16 columns and block 1 hands its partial sums to block 0 through distributed shared memory. */
-template <int NT, bool SWI, int KS, bool XSTAGE>
-static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_gemm_bf16_args a) {
+ * 16 columns and block 1 hands its partial sums to block 0 through distributed shared memory.
+ * xr: token rows staged per k-tile (XSTAGE: min(M, 8 * NT); rows >= xr feed the mma zeros from
+ * registers). pdl: 0 plain launch; 1..3 launched with programmatic stream serialization
+ * (1: launch_dependents at the start, 2: after the main loop, 3: never, i.e. at exit). */
+template <int NT, bool SWI, int KS, bool XSTAGE, int S>
+static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PER_SM) gemv05_kernel(tinfer_gemm_bf16_args a, int xr, int pdl) {
     constexpr int RW = SWI ? 32 : 16; /* weight rows per block */
-    /* XSTAGE (plain path only): X is staged through the pipeline with W: the 8 * NT token rows of
+    constexpr int NZ = SWI ? 2 : 1;
+    /* XSTAGE (plain path only): X is staged through the pipeline with W: the xr token rows of
      * each k-tile land in shared memory with the stage, so no mma waits on a global X load. */
     constexpr bool XS = XSTAGE && !SWI;
-    constexpr int XR = 8 * NT; /* token rows per pass */
-    extern __shared__ uint4 g05_stage[]; /* [G05_STAGES][RW][32] granules of 16 B, then (XS)
-                                          * [G05_STAGES][XR][32] of X */
-    uint4 *const g05_x = g05_stage + G05_STAGES * RW * 32;
-    __shared__ float red[G05_WARPS][SWI ? 2 : 1][16][16];
+    extern __shared__ uint4 g05_stage[]; /* [S][RW][32] granules of 16 B, then (XS) [S][xr][32] of X */
+    uint4 *const g05_x = g05_stage + S * RW * 32;
+    /* [G05_WARPS][NZ][16][16] partial sums, in the stage area after the loop (8 or 16 KB, within
+     * one stage): no static buffer, so the stages alone set the occupancy */
+    float *const red = reinterpret_cast<float *>(g05_stage);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int64_t nout = tinfer_gemm_bf16_nout(a);
-    const int64_t j0 = (int64_t)blockIdx.x * 16, m0 = (int64_t)blockIdx.y * 16, F = a.N / 2;
+    const int64_t j0 = (int64_t)blockIdx.x * 16, m0 = (int64_t)blockIdx.y * 8 * NT, F = a.N / 2;
     const int64_t nkt_all = (a.K + G05_KT - 1) / G05_KT;
     const int rank = KS > 1 ? (int)blockIdx.z : 0;
     const int64_t per = (nkt_all + KS - 1) / KS, kt0 = rank * per;
     const int64_t nkt = kt0 + per < nkt_all ? per : (nkt_all > kt0 ? nkt_all - kt0 : 0); /* this block's tiles */
+
+    if (pdl) {
+        /* Programmatic dependent launch: the previous kernel on the stream may still be running
+         * and may write X, W, bias, R or Y (a conversion kernel, the previous layer), so nothing
+         * is read or written before griddepcontrol.wait. What is done before it: an L2 prefetch
+         * of this block's first S - 1 W stages (one bulk prefetch per weight row), which only
+         * warms L2. That is safe even if the previous kernel writes W: L2 is the point of
+         * coherence for global memory, so its writes land in (or invalidate) those very lines,
+         * and the cp.async reads after the wait see them. */
+        if (threadIdx.x < RW && nkt > 0) {
+            const int r = threadIdx.x;
+            const int64_t col = j0 + (r % 16), wrow = r < 16 ? col : F + col;
+            const int64_t kb = kt0 * G05_KT, nt = nkt < S - 1 ? nkt : S - 1;
+            const int64_t ke = (kt0 + nt) * G05_KT < a.K ? (kt0 + nt) * G05_KT : a.K;
+            if (col < nout) tdec::prefetch_l2_bulk(a.W + wrow * a.ldw + kb, (uint32_t)((ke - kb) * 2));
+        }
+        if (pdl == 1) tdec::pdl_launch_dependents();
+        tdec::pdl_wait();
+    }
 
     auto load_stage = [&](int st, int64_t kt) {
 #pragma unroll
@@ -92,19 +152,20 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
             cp_async16(&g05_stage[(st * RW + r) * 32 + (q ^ (r & 7))], ok ? (const void *)(a.W + wrow * a.ldw + k) : (const void *)a.W,
                        ok ? 16u : 0u);
         }
-        if (XS) {
+        if (XS) { /* rows 0..xr-1 only: up to 8 * NT rows of 32 granules, NT passes of 256 threads */
 #pragma unroll
-            for (int i = 0; i < XR * 32 / (G05_WARPS * 32); i++) {
+            for (int i = 0; i < NT; i++) {
                 const int idx = threadIdx.x + i * G05_WARPS * 32, r = idx / 32, q = idx % 32;
+                if (r >= xr) break;
                 const int64_t tok = m0 + r, k = (kt0 + kt) * G05_KT + q * 8;
                 const bool ok = tok < a.M && k < a.K; /* else zero-filled: the mma adds 0 */
-                cp_async16(&g05_x[(st * XR + r) * 32 + (q ^ (r & 7))],
+                cp_async16(&g05_x[(st * xr + r) * 32 + (q ^ (r & 7))],
                            ok ? (const void *)(a.X + tok * a.ldx + k) : (const void *)a.X, ok ? 16u : 0u);
             }
         }
     };
 #pragma unroll
-    for (int s = 0; s < G05_STAGES - 1; s++) {
+    for (int s = 0; s < S - 1; s++) {
         if (s < nkt) load_stage(s, s);
         cp_async_commit();
     }
@@ -119,24 +180,25 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
     const uint16_t *x1 = a.X + (x1ok ? m0 + 8 + g : 0) * a.ldx;
     const uint4 z = make_uint4(0, 0, 0, 0);
     const int q = (4 * warp + t) ^ (g & 7); /* rows g, g+8, 16+g, 24+g share (row & 7) = g & 7 */
+    const bool xs0 = g < xr, xs1 = 8 + g < xr; /* this lane's token rows are staged */
 
     for (int64_t kt = 0; kt < nkt; kt++) {
-        cp_async_wait<G05_STAGES - 2>();
+        cp_async_wait<S - 2>();
         __syncthreads(); /* stage kt landed for everyone; stage kt-1 is free to refill */
         {
-            const int64_t nk = kt + G05_STAGES - 1;
-            if (nk < nkt) load_stage((int)(nk % G05_STAGES), nk);
+            const int64_t nk = kt + S - 1;
+            if (nk < nkt) load_stage((int)(nk % S), nk);
             cp_async_commit();
         }
-        const int st = (int)(kt % G05_STAGES);
+        const int st = (int)(kt % S);
         const int64_t k = (kt0 + kt) * G05_KT + warp * 32 + t * 8;
         const uint4 *sb = &g05_stage[st * RW * 32];
         const uint4 w0 = sb[g * 32 + q], w1 = sb[(g + 8) * 32 + q];
         uint4 xb[NT];
         if (XS) { /* token rows g and 8 + g share (row & 7) = g & 7 with the W rows: same q */
-            const uint4 *xs = &g05_x[st * XR * 32];
-            xb[0] = xs[g * 32 + q];
-            if (NT == 2) xb[NT - 1] = xs[(8 + g) * 32 + q];
+            const uint4 *xs = &g05_x[st * xr * 32];
+            xb[0] = xs0 ? xs[g * 32 + q] : z;
+            if (NT == 2) xb[NT - 1] = xs1 ? xs[(8 + g) * 32 + q] : z;
         } else {
             xb[0] = x0ok && k < a.K ? __ldg((const uint4 *)(x0 + k)) : z;
             if (NT == 2) xb[NT - 1] = x1ok && k < a.K ? __ldg((const uint4 *)(x1 + k)) : z;
@@ -156,14 +218,18 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
             }
         }
     }
+    if (pdl == 2) tdec::pdl_launch_dependents();
+    /* Only empty groups can still be pending; after the barrier no warp reads a stage again,
+     * so the stage area becomes the reduction buffer. */
     cp_async_wait<0>();
+    __syncthreads();
 #pragma unroll
     for (int n = 0; n < NT; n++)
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int row = g + 8 * (i >> 1), tok = 8 * n + 2 * t + (i & 1);
-            red[warp][0][row][tok] = cg[n][i];
-            if (SWI) red[warp][SWI ? 1 : 0][row][tok] = cu[n][i];
+            red[((warp * NZ + 0) * 16 + row) * 16 + tok] = cg[n][i];
+            if (SWI) red[((warp * NZ + NZ - 1) * 16 + row) * 16 + tok] = cu[n][i];
         }
     const int row = threadIdx.x % 16, tok = threadIdx.x / 16;
     const int64_t m = m0 + tok, j = j0 + row;
@@ -174,8 +240,8 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
         float sg = 0.f, su = 0.f;
 #pragma unroll
         for (int w = 0; w < G05_WARPS; w++) {
-            sg += red[w][0][row][tok];
-            if (SWI) su += red[w][SWI ? 1 : 0][row][tok];
+            sg += red[((w * NZ + 0) * 16 + row) * 16 + tok];
+            if (SWI) su += red[((w * NZ + NZ - 1) * 16 + row) * 16 + tok];
         }
         tinfer_bf16_epi_store(a, m, j, sg, su);
     } else {
@@ -183,13 +249,13 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
         cg::cluster_group cl = cg::this_cluster();
         cl.sync(); /* both blocks' partials written (cluster barrier: release/acquire) */
         if (rank == 0 && out_ok) {
-            const float *rr = cl.map_shared_rank(&red[0][0][0][0], 1);
-            const int plane = 16 * 16, nz = SWI ? 2 : 1;
+            const float *rr = cl.map_shared_rank(red, 1);
             float sg = 0.f, su = 0.f;
 #pragma unroll
             for (int w = 0; w < G05_WARPS; w++) {
-                sg += red[w][0][row][tok] + rr[(w * nz + 0) * plane + row * 16 + tok];
-                if (SWI) su += red[w][SWI ? 1 : 0][row][tok] + rr[(w * nz + (SWI ? 1 : 0)) * plane + row * 16 + tok];
+                const int i0 = ((w * NZ + 0) * 16 + row) * 16 + tok, i1 = ((w * NZ + NZ - 1) * 16 + row) * 16 + tok;
+                sg += red[i0] + rr[i0];
+                if (SWI) su += red[i1] + rr[i1];
             }
             tinfer_bf16_epi_store(a, m, j, sg, su);
         }
@@ -197,66 +263,188 @@ static __global__ void __launch_bounds__(G05_WARPS * 32) gemv05_kernel(tinfer_ge
     }
 }
 
-template <int NT, bool SWI, int KS, bool XSTAGE>
-static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+/* The debug / measurement switches, read once per process (file comment):
+ * TINFER_GEMV_PDL, TINFER_GEMV05_XSTAGE, TINFER_GEMV05_STAGES. -2 marks a value not understood. */
+static int g05_env(const char *name, int dflt, int lo, int hi) {
+    const char *e = getenv(name);
+    if (!e || !*e) return dflt;
+    char *end = NULL;
+    const long v = strtol(e, &end, 10);
+    return (*end || v < lo || v > hi) ? -2 : (int)v;
+}
+typedef struct g05_switches {
+    int pdl, xstage_min_m, stages;
+} g05_switches;
+static const g05_switches *g05_get_switches(void) {
+    static g05_switches sw;
+    static int done = 0;
+    if (!done) { /* a benign race: every thread computes the same values */
+        sw.pdl = g05_env("TINFER_GEMV_PDL", 1, 0, 3);
+        const int xs = g05_env("TINFER_GEMV05_XSTAGE", -1, 0, 2);
+        sw.xstage_min_m = xs == -1 ? G05_XSTAGE_MIN_M : xs == 0 ? 0x7fffffff : xs == -2 ? -2 : xs;
+        sw.stages = g05_env("TINFER_GEMV05_STAGES", 0, 3, 6); /* 0: auto */
+        done = 1;
+    }
+    return &sw;
+}
+
+/* Per-device facts the launch needs (cached; devices numbered below 64). */
+typedef struct g05_dev {
+    int major, smem_sm, smem_reserved;
+} g05_dev;
+static tinfer_status g05_device(g05_dev *out, int *dev_out, tinfer_err *err) {
+    static g05_dev cache[64];
+    static int have[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return tinfer_err_set(err, TINFER_ERR_CUDA, "gemv_bf16 05: cannot query the device");
+    }
+    if (dev < 0 || dev >= 64 || !have[dev]) {
+        g05_dev d;
+        if (cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&d.smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&d.smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return tinfer_err_set(err, TINFER_ERR_CUDA, "gemv_bf16 05: cannot query device %d", dev);
+        }
+        if (dev >= 0 && dev < 64) {
+            cache[dev] = d;
+            have[dev] = 1;
+        }
+        *out = d;
+    } else {
+        *out = cache[dev];
+    }
+    *dev_out = dev;
+    return TINFER_OK;
+}
+
+/* Stages of the X-staged kernel with xr token rows: the most (6..3) that keep G05_BLOCKS_PER_SM
+ * blocks on an SM (each block also costs the runtime's reserved shared memory). Unstaged and
+ * SwiGLU kernels keep G05_STAGES. */
+static int g05_auto_stages(const g05_dev *d, int xr) {
+    for (int st = G05_STAGES; st > 3; st--)
+        if ((size_t)G05_BLOCKS_PER_SM * (g05_smem(st, 16, xr) + (size_t)d->smem_reserved) <= (size_t)d->smem_sm) return st;
+    return 3;
+}
+
+/* Launches one instantiation, or (info != NULL) only reports its configuration and occupancy. */
+template <int NT, bool SWI, int KS, bool XSTAGE, int S>
+static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t s, int xr, int pdl, int dev,
+                                   tinfer_gemv05_info *info, tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     const int64_t nout = tinfer_gemm_bf16_nout(*a);
-    const int64_t passes = (a->M + 15) / 16;
-    const int smem = G05_STAGES * ((SWI ? 32 : 16) + (XSTAGE && !SWI ? 8 * NT : 0)) * 32 * 16; /* W (+ X) */
+    const int64_t passes = (a->M + 8 * NT - 1) / (8 * NT);
+    constexpr int RW = SWI ? 32 : 16;
+    const int smem = (int)g05_smem(S, RW, XSTAGE && !SWI ? xr : 0);
+    const int smem_max = (int)g05_smem(S, RW, XSTAGE && !SWI ? 8 * NT : 0); /* the opt-in covers every xr */
     static int attr_dev = -1;
-    int dev = 0;
     if (passes > 65535 || (nout + 15) / 16 > 0x7fffffff)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 05: M=%lld N=%lld too large",
                               (long long)a->M, (long long)a->N);
-    TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
     if (attr_dev != dev) { /* > 48 KB of dynamic shared memory must be asked for once per device */
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv05_kernel<NT, SWI, KS, XSTAGE>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv05_kernel<NT, SWI, KS, XSTAGE, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_max));
+        /* all of the SM's L1/shared array as shared memory: W and staged X bypass L1 (cp.async.cg) */
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv05_kernel<NT, SWI, KS, XSTAGE, S>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                  (int)cudaSharedmemCarveoutMaxShared));
         attr_dev = dev;
+    }
+    if (info) {
+        int occ = 0;
+        TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gemv05_kernel<NT, SWI, KS, XSTAGE, S>,
+                                                                            G05_WARPS * 32, (size_t)smem));
+        info->stages = S;
+        info->x_rows = XSTAGE && !SWI ? xr : 0;
+        info->tokens_per_pass = 8 * NT;
+        info->smem_bytes = smem;
+        info->blocks_per_sm = occ;
+        info->pdl = pdl;
+        return TINFER_OK;
     }
     {
         dim3 grid((unsigned)((nout + 15) / 16), (unsigned)passes, KS);
-        if (KS == 1) {
-            gemv05_kernel<NT, SWI, KS, XSTAGE><<<grid, G05_WARPS * 32, smem, s>>>(*a);
-        } else {
-            cudaLaunchConfig_t cfg;
-            cudaLaunchAttribute attr[1];
-            memset(&cfg, 0, sizeof cfg);
-            cfg.gridDim = grid;
-            cfg.blockDim = dim3(G05_WARPS * 32);
-            cfg.dynamicSmemBytes = smem;
-            cfg.stream = s;
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = 1;
-            attr[0].val.clusterDim.y = 1;
-            attr[0].val.clusterDim.z = KS;
-            cfg.attrs = attr;
-            cfg.numAttrs = 1;
-            TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv05_kernel<NT, SWI, KS, XSTAGE>, *a));
+        cudaLaunchConfig_t cfg;
+        cudaLaunchAttribute attr[2];
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(G05_WARPS * 32);
+        cfg.dynamicSmemBytes = (size_t)smem;
+        cfg.stream = s;
+        cfg.attrs = attr;
+        if (KS > 1) {
+            attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+            attr[cfg.numAttrs].val.clusterDim.x = 1;
+            attr[cfg.numAttrs].val.clusterDim.y = 1;
+            attr[cfg.numAttrs].val.clusterDim.z = KS;
+            cfg.numAttrs++;
         }
+        if (pdl) {
+            attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+            cfg.numAttrs++;
+        }
+        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv05_kernel<NT, SWI, KS, XSTAGE, S>, *a, xr, pdl));
         TINFER_CUDA_LAUNCH_CHECK(err, "gemv05_kernel");
     }
 cleanup:
     return status;
 }
 
-tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+template <int NT, int KS>
+static tinfer_status gemv05_staged(const tinfer_gemm_bf16_args *a, cudaStream_t s, int stages, int xr, int pdl, int dev,
+                                   tinfer_gemv05_info *info, tinfer_err *err) {
+    switch (stages) {
+    case 6: return gemv05_launch<NT, false, KS, true, 6>(a, s, xr, pdl, dev, info, err);
+    case 5: return gemv05_launch<NT, false, KS, true, 5>(a, s, xr, pdl, dev, info, err);
+    case 4: return gemv05_launch<NT, false, KS, true, 4>(a, s, xr, pdl, dev, info, err);
+    default: return gemv05_launch<NT, false, KS, true, 3>(a, s, xr, pdl, dev, info, err);
+    }
+}
+
+/* Rungs 05 (KS = 1) and 06 (KS = 2): picks the instantiation for this M and launches it. */
+template <int KS>
+static tinfer_status gemv05_run(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_gemv05_info *info, tinfer_err *err) {
+    const g05_switches *sw = g05_get_switches();
+    g05_dev d;
+    int dev = 0;
+    tinfer_status st = g05_device(&d, &dev, err);
+    if (st != TINFER_OK) return st;
+    if (sw->pdl == -2 || sw->xstage_min_m == -2 || sw->stages == -2)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
+                              "gemv_bf16 05: TINFER_GEMV_PDL must be 0..3, TINFER_GEMV05_XSTAGE 0..2, "
+                              "TINFER_GEMV05_STAGES 3..6");
+    if (KS > 1 && d.major < 9)
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", d.major);
+    const int pdl = d.major >= 9 ? sw->pdl : 0; /* griddepcontrol is sm_90 */
     const bool one_tile = a->M <= 8;
-    if (a->swiglu) return one_tile ? gemv05_launch<1, true, 1, false>(a, s, err) : gemv05_launch<2, true, 1, false>(a, s, err);
-    /* X staged from 2 tokens up (see the file comment: at M = 1 it cost 9-13%) */
-    if (a->M == 1) return gemv05_launch<1, false, 1, false>(a, s, err);
-    return one_tile ? gemv05_launch<1, false, 1, true>(a, s, err) : gemv05_launch<2, false, 1, true>(a, s, err);
+    if (a->swiglu)
+        return one_tile ? gemv05_launch<1, true, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err)
+                        : gemv05_launch<2, true, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err);
+    if (a->M < sw->xstage_min_m)
+        return one_tile ? gemv05_launch<1, false, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err)
+                        : gemv05_launch<2, false, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err);
+    const int xr = (int)(a->M < 16 ? a->M : 16); /* min(M, 8 * NT): only rows that exist are staged */
+    const int stages = sw->stages > 0 ? sw->stages : g05_auto_stages(&d, xr);
+    return one_tile ? gemv05_staged<1, KS>(a, s, stages, xr, pdl, dev, info, err)
+                    : gemv05_staged<2, KS>(a, s, stages, xr, pdl, dev, info, err);
+}
+
+tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+    return gemv05_run<1>(a, s, NULL, err);
 }
 
 tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return tinfer_err_set(err, TINFER_ERR_CUDA, "gemv_bf16 06: cannot query the device");
-    }
-    if (major < 9)
-        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", major);
-    const bool one_tile = a->M <= 8;
-    if (a->swiglu) return one_tile ? gemv05_launch<1, true, 2, false>(a, s, err) : gemv05_launch<2, true, 2, false>(a, s, err);
-    if (a->M == 1) return gemv05_launch<1, false, 2, false>(a, s, err);
-    return one_tile ? gemv05_launch<1, false, 2, true>(a, s, err) : gemv05_launch<2, false, 2, true>(a, s, err);
+    return gemv05_run<2>(a, s, NULL, err);
+}
+
+tinfer_status tinfer_gemv05_config(int64_t M, int32_t swiglu, int32_t cluster, tinfer_gemv05_info *info, tinfer_err *err) {
+    tinfer_gemm_bf16_args a;
+    memset(&a, 0, sizeof a);
+    if (!info || M < 1) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv05_config: M=%lld, info %p", (long long)M, (void *)info);
+    a.M = M;
+    a.N = swiglu ? 32 : 16;
+    a.K = G05_KT;
+    a.swiglu = swiglu;
+    return cluster ? gemv05_run<2>(&a, 0, info, err) : gemv05_run<1>(&a, 0, info, err);
 }

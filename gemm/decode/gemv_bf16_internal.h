@@ -25,6 +25,18 @@ tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStre
 tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStream_t s,
                                        tinfer_err *err);
 
+/* Rungs 05/06's launch choice for M tokens (05_cp_async.cu): stages of the cp.async pipeline,
+ * token rows of X staged per stage (0: X read from global memory), tokens per pass, dynamic
+ * shared memory per block, blocks per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor,
+ * and the PDL mode (0 off; 1..3 where launch_dependents sits, see TINFER_GEMV_PDL). */
+typedef struct tinfer_gemv05_info {
+    int32_t stages, x_rows, tokens_per_pass, smem_bytes, blocks_per_sm, pdl;
+} tinfer_gemv05_info;
+/* Reports what tinfer_gemv_bf16 (rung 05, or 06 with cluster = 1) would launch for M tokens
+ * (the choice does not depend on N or K) on the current device; launches nothing. */
+tinfer_status tinfer_gemv05_config(int64_t M, int32_t swiglu, int32_t cluster, tinfer_gemv05_info *info,
+                                   tinfer_err *err);
+
 /* Rung 07's launch configuration (the bench sweeps these; the dispatcher uses
  * tinfer_gemv07_default). max_tokens: tokens per pass over W, 8/16/32/64 (SwiGLU caps it at 32);
  * blocks_per_sm: persistent blocks per SM (capped by occupancy); stages: 8 or 4 (8 falls back to

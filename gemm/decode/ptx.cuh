@@ -1,8 +1,10 @@
 /*
  * ptx.cuh — the inline-PTX wrappers the decode rungs (04, 05/06, 07) share: the BF16 m16n8k16
  * mma.sync with FP32 accumulators, 16-byte cp.async (L1 bypass, optional L2 cache-policy hint)
- * and its group commit / wait. All are empty below sm_80 (the portable PTX target), where the
- * launchers never run these kernels.
+ * and its group commit / wait; for programmatic dependent launch (PDL, sm_90) griddepcontrol
+ * wait / launch_dependents and the bulk L2 prefetch issued before the wait. All are empty below
+ * the architecture that has them (sm_80, sm_90 for the last three), where the launchers never
+ * ask for them.
  */
 #ifndef TINFER_GEMM_DECODE_PTX_CUH
 #define TINFER_GEMM_DECODE_PTX_CUH
@@ -49,6 +51,30 @@ static __device__ __forceinline__ void cp_async_commit(void) {
 template <int N> static __device__ __forceinline__ void cp_async_wait(void) {
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+/* PDL: blocks until every grid this one depends on programmatically has completed and its
+ * memory operations are visible; a no-op when the launch did not ask for PDL. */
+static __device__ __forceinline__ void pdl_wait(void) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+/* PDL: this block no longer holds back the launch of the grid that depends on this one (it may
+ * start once every block of this grid has said so or exited). */
+static __device__ __forceinline__ void pdl_launch_dependents(void) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+/* Bulk prefetch of [src, src + bytes) into L2 (sm_90; src 16-byte aligned, bytes % 16 == 0).
+ * A hint only: it writes nothing the program can observe, and L2 is the point of coherence for
+ * global memory, so a line fetched here that another kernel writes afterwards is updated in L2
+ * itself (no stale copy can be served from it later). */
+static __device__ __forceinline__ void prefetch_l2_bulk(const void *src, uint32_t bytes) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 #endif
 }
 

@@ -17,4 +17,12 @@ if(TINFER_HAVE_CUDA)
   target_include_directories(tinfer-bench-gemm-bf16 PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime
                              ${STB_INCLUDE_DIR})
   target_link_libraries(tinfer-bench-gemm-bf16 PRIVATE tinfer_gemm_cuda CUDA::cublas CUDA::cudart ${MATH_LIB})
+
+  # Decode rungs 05/06 under programmatic dependent launch: a kernel writes new X / W right
+  # before the GEMV on the same stream, no sync; the output must come from the new values.
+  add_executable(test-gemv-pdl ${CMAKE_CURRENT_LIST_DIR}/test_gemv_pdl.cu ${PROJECT_SOURCE_DIR}/runtime/status.c)
+  target_include_directories(test-gemv-pdl PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime)
+  target_link_libraries(test-gemv-pdl PRIVATE tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
+  add_test(NAME gemv_pdl COMMAND test-gemv-pdl)
+  set_tests_properties(gemv_pdl PROPERTIES LABELS gpu SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 endif()
