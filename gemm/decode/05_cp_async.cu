@@ -61,9 +61,10 @@
  * comes after the wait. Rung 07 measured -1.5..-2.5 us per back-to-back launch with PDL.
  * Debug / measurement switches (environment, read once per process; a bad value makes the call
  * fail with TINFER_ERR_INVALID_ARG):
- *   TINFER_GEMV_PDL=0|1|2|3   0: plain launches; 1 (default): PDL, launch_dependents at the
- *                             start; 2: PDL, launch_dependents after the main loop; 3: PDL, no
- *                             explicit launch_dependents (it happens at block exit).
+ *   TINFER_GEMV_PDL=0..4      0: plain launches; 1..4: PDL with launch_dependents 1: at the
+ *                             start, 2 (default, G05_PDL_DEFAULT): after the main loop, 3: never
+ *                             (it happens at block exit), 4: once the last k-tile's loads are issued.
+ *   TINFER_GEMV05_PREFETCH=n  W k-tiles per row prefetched into L2 before the wait (default S - 1).
  *   TINFER_GEMV05_XSTAGE=0|1|2  0: never stage X; 1: stage from M = 1; 2: from M = 2 (the
  *                             previous choice). Unset: G05_XSTAGE_MIN_M.
  *   TINFER_GEMV05_STAGES=3..6 force the X-staged kernel's stage count (unset: the rule above).
@@ -86,6 +87,10 @@
  * occupancy (48 KB of stages -> 4 blocks in the H200's 228 KB per SM), at which it streamed
  * 90% of the copy rate on gate/up (gemm/NOTES.md, decode ladder). */
 #define G05_BLOCKS_PER_SM 4
+/* Default of TINFER_GEMV_PDL: launch_dependents after the main loop. Measured against the other
+ * places (file comment, run 1): at the start it made rung 05 slower (QKV 18.0 vs 15.5 us, down
+ * 38.8 vs 29.3): the next grid's blocks take SM slots wherever the current one leaves them. */
+#define G05_PDL_DEFAULT 2
 /* Default of TINFER_GEMV05_XSTAGE: stage X from this many tokens up. */
 #define G05_XSTAGE_MIN_M 1
 
@@ -101,10 +106,11 @@ static size_t g05_smem(int stages, int rw, int xr) { return (size_t)stages * (si
 /* KS = 1: rung 05. KS = 2: rung 06, a cluster of 2 blocks (grid z) splits the K tiles of the same
  * 16 columns and block 1 hands its partial sums to block 0 through distributed shared memory.
  * xr: token rows staged per k-tile (XSTAGE: min(M, 8 * NT); rows >= xr feed the mma zeros from
- * registers). pdl: 0 plain launch; 1..3 launched with programmatic stream serialization
- * (1: launch_dependents at the start, 2: after the main loop, 3: never, i.e. at exit). */
+ * registers). pdl: 0 plain launch; 1..4 launched with programmatic stream serialization
+ * (launch_dependents 1: at the start, 2: after the main loop, 3: never, i.e. at exit, 4: once the
+ * last k-tile's loads are issued). pf: W k-tiles per row prefetched into L2 before the wait. */
 template <int NT, bool SWI, int KS, bool XSTAGE, int S>
-static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PER_SM) gemv05_kernel(tinfer_gemm_bf16_args a, int xr, int pdl) {
+static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PER_SM) gemv05_kernel(tinfer_gemm_bf16_args a, int xr, int pdl, int pf) {
     constexpr int RW = SWI ? 32 : 16; /* weight rows per block */
     constexpr int NZ = SWI ? 2 : 1;
     /* XSTAGE (plain path only): X is staged through the pipeline with W: the xr token rows of
@@ -127,14 +133,14 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
         /* Programmatic dependent launch: the previous kernel on the stream may still be running
          * and may write X, W, bias, R or Y (a conversion kernel, the previous layer), so nothing
          * is read or written before griddepcontrol.wait. What is done before it: an L2 prefetch
-         * of this block's first S - 1 W stages (one bulk prefetch per weight row), which only
+         * of this block's first pf W k-tiles (one bulk prefetch per weight row), which only
          * warms L2. That is safe even if the previous kernel writes W: L2 is the point of
          * coherence for global memory, so its writes land in (or invalidate) those very lines,
          * and the cp.async reads after the wait see them. */
-        if (threadIdx.x < RW && nkt > 0) {
+        if (threadIdx.x < RW && nkt > 0 && pf > 0) {
             const int r = threadIdx.x;
             const int64_t col = j0 + (r % 16), wrow = r < 16 ? col : F + col;
-            const int64_t kb = kt0 * G05_KT, nt = nkt < S - 1 ? nkt : S - 1;
+            const int64_t kb = kt0 * G05_KT, nt = nkt < pf ? nkt : pf;
             const int64_t ke = (kt0 + nt) * G05_KT < a.K ? (kt0 + nt) * G05_KT : a.K;
             if (col < nout) tdec::prefetch_l2_bulk(a.W + wrow * a.ldw + kb, (uint32_t)((ke - kb) * 2));
         }
@@ -169,6 +175,7 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
         if (s < nkt) load_stage(s, s);
         cp_async_commit();
     }
+    if (pdl == 4 && nkt < S) tdec::pdl_launch_dependents(); /* every load already issued */
 
     float cg[NT][4], cu[NT][4];
 #pragma unroll
@@ -189,6 +196,7 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
             const int64_t nk = kt + S - 1;
             if (nk < nkt) load_stage((int)(nk % S), nk);
             cp_async_commit();
+            if (pdl == 4 && nk == nkt - 1) tdec::pdl_launch_dependents();
         }
         const int st = (int)(kt % S);
         const int64_t k = (kt0 + kt) * G05_KT + warp * 32 + t * 8;
@@ -273,13 +281,14 @@ static int g05_env(const char *name, int dflt, int lo, int hi) {
     return (*end || v < lo || v > hi) ? -2 : (int)v;
 }
 typedef struct g05_switches {
-    int pdl, xstage_min_m, stages;
+    int pdl, xstage_min_m, stages, prefetch;
 } g05_switches;
 static const g05_switches *g05_get_switches(void) {
     static g05_switches sw;
     static int done = 0;
     if (!done) { /* a benign race: every thread computes the same values */
-        sw.pdl = g05_env("TINFER_GEMV_PDL", 1, 0, 3);
+        sw.pdl = g05_env("TINFER_GEMV_PDL", G05_PDL_DEFAULT, 0, 4);
+        sw.prefetch = g05_env("TINFER_GEMV05_PREFETCH", -1, 0, 4096); /* -1: S - 1 */
         const int xs = g05_env("TINFER_GEMV05_XSTAGE", -1, 0, 2);
         sw.xstage_min_m = xs == -1 ? G05_XSTAGE_MIN_M : xs == 0 ? 0x7fffffff : xs == -2 ? -2 : xs;
         sw.stages = g05_env("TINFER_GEMV05_STAGES", 0, 3, 6); /* 0: auto */
@@ -384,7 +393,8 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
             attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
             cfg.numAttrs++;
         }
-        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv05_kernel<NT, SWI, KS, XSTAGE, S>, *a, xr, pdl));
+        const int pf = g05_get_switches()->prefetch >= 0 ? g05_get_switches()->prefetch : S - 1;
+        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv05_kernel<NT, SWI, KS, XSTAGE, S>, *a, xr, pdl, pf));
         TINFER_CUDA_LAUNCH_CHECK(err, "gemv05_kernel");
     }
 cleanup:
@@ -410,10 +420,10 @@ static tinfer_status gemv05_run(const tinfer_gemm_bf16_args *a, cudaStream_t s, 
     int dev = 0;
     tinfer_status st = g05_device(&d, &dev, err);
     if (st != TINFER_OK) return st;
-    if (sw->pdl == -2 || sw->xstage_min_m == -2 || sw->stages == -2)
+    if (sw->pdl == -2 || sw->xstage_min_m == -2 || sw->stages == -2 || sw->prefetch == -2)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
-                              "gemv_bf16 05: TINFER_GEMV_PDL must be 0..3, TINFER_GEMV05_XSTAGE 0..2, "
-                              "TINFER_GEMV05_STAGES 3..6");
+                              "gemv_bf16 05: TINFER_GEMV_PDL must be 0..4, TINFER_GEMV05_XSTAGE 0..2, "
+                              "TINFER_GEMV05_STAGES 3..6, TINFER_GEMV05_PREFETCH 0..4096");
     if (KS > 1 && d.major < 9)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", d.major);
     const int pdl = d.major >= 9 ? sw->pdl : 0; /* griddepcontrol is sm_90 */

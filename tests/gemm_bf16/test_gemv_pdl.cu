@@ -18,8 +18,9 @@
  * on); stale values before it are counted and printed, to show the overlap is real here.
  * Also printed: rungs 05/06's launch choice per M (stages, X rows staged, shared memory, blocks
  * per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor), which must be >= 1.
- * TINFER_GEMV_PDL is set to 1 unless the environment already names a mode (1..3, or 0 to run
- * the same checks without PDL). Exit: 0 pass, 1 fail, 77 no GPU (ctest: skipped).
+ * The launcher's PDL mode comes from TINFER_GEMV_PDL (unset: the default, which must be a PDL
+ * mode on sm_90, checked here; 1..4 pick where launch_dependents sits; 0 runs the same checks
+ * without PDL). Exit: 0 pass, 1 fail, 77 no GPU (ctest: skipped).
  */
 #include "gemm/bf16.h"
 #include "gemm/cuda/device.h"
@@ -96,7 +97,6 @@ static __global__ void probe_kernel(const uint16_t *p, size_t n, uint32_t seed, 
 static double bf(uint16_t h) { return (double)tinfer_bf16_to_f32(h); }
 
 int main(void) {
-    if (!getenv("TINFER_GEMV_PDL")) setenv("TINFER_GEMV_PDL", "1", 1); /* before the first GEMV call */
     tinfer_device_info info;
     tinfer_err err;
     tinfer_status st = tinfer_device_probe(0, &info, &err);
@@ -109,8 +109,9 @@ int main(void) {
         return 1;
     }
     const bool sm90 = info.cc_major >= 9;
+    const char *env_pdl = getenv("TINFER_GEMV_PDL");
     printf("device %s sm_%d%d, %d SMs; TINFER_GEMV_PDL=%s\n", info.name, info.cc_major, info.cc_minor, info.n_sm,
-           getenv("TINFER_GEMV_PDL"));
+           env_pdl ? env_pdl : "(unset: default)");
     int fails = 0, runs = 0;
 
     /* launch choice per M */
@@ -129,6 +130,10 @@ int main(void) {
                        gi.smem_bytes, gi.blocks_per_sm, gi.pdl);
                 if (gi.blocks_per_sm < 1) {
                     printf("FAIL config: the kernel does not fit an SM\n");
+                    fails++;
+                }
+                if (sm90 && !env_pdl && gi.pdl == 0) {
+                    printf("FAIL config: PDL is off by default on sm_90\n");
                     fails++;
                 }
             }
