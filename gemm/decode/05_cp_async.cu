@@ -39,9 +39,8 @@
  * and against the unstaged kernel (previous runs: 17.2 / 17.9 / 19.4 / 21.6, 61.3 / 68.4 / 77.7 /
  * 81.2, 32.4 / 33.3 / 36.2 / 39.9) equal or faster from M = 2 on (gate/up M = 8: -12%), but
  * 9-13% slower at M = 1 (one token row in eight staged rows, and fewer blocks per SM). So the
- * launcher stages X from M = 2 on and runs the unstaged kernel at M = 1 (both kernels passed
- * the full test and sanitizers in that run; the M = 1 switch itself is a host-side choice made
- * after it).
+ * launcher then staged X from M = 2 on and ran the unstaged kernel at M = 1 (superseded by the
+ * next paragraph: now X is staged from M = 1).
  * Shared memory and occupancy (2026-12-02, second change): the X-staged kernel held 8 * NT token
  * rows per stage whatever M was, plus the 8 KB static reduction buffer: 6 x (8 + 4) KB + 8 KB =
  * 80 KB per block at M <= 8, so 2 blocks per SM (228 KB per SM, 1 KB reserved per block) against
@@ -55,16 +54,49 @@
  * occupancy (test-gemv-pdl prints it). X is staged from M = 1 (G05_XSTAGE_MIN_M).
  * Programmatic dependent launch (sm_90): the kernel is launched with programmatic stream
  * serialization, so its blocks can become resident while the previous kernel on the stream
- * finishes; before griddepcontrol.wait a block only issues an L2 bulk prefetch of its first S - 1
- * W stages (safe even if the previous kernel writes W: see the comment in the kernel) and, by
- * default, griddepcontrol.launch_dependents; every read of X / W / bias / R and every write of Y
- * comes after the wait. Rung 07 measured -1.5..-2.5 us per back-to-back launch with PDL.
+ * finishes; before griddepcontrol.wait a block may only issue an L2 bulk prefetch of its first W
+ * k-tiles (TINFER_GEMV05_PREFETCH; safe even if the previous kernel writes W: see the comment in
+ * the kernel; off by default, measured slower); every read of X / W / bias / R and every write of
+ * Y comes after the wait. griddepcontrol.launch_dependents runs after the main loop (default).
+ * Measured (H200 sm_90a 132 SMs, driver 580.159.04, 2026-12-02; `.devcarry-dec/run.sh`: stream
+ * timing, `tinfer-bench-gemm-bf16 decode` once per switch setting; % of the measured 4274 GB/s
+ * copy; the Llama-3-8B rows through rung 05 (QKV, gate/up) and 06 (down, the dispatcher's pick)):
+ *   run 2 (18:20 UTC), this code with the final defaults (PDL, launch_dependents after the loop,
+ *   no prefetch: the run's TINFER_GEMV05_PREFETCH=0 row, made the default after it), us at M = 1 / 2 / 4 / 8 / 16: QKV 14.6 / 14.6 / 14.9 / 15.5 / 22.1 (80.7% at
+ *   M = 1; cuBLAS 17.2), gate/up 57.5 / 57.6 / 58.1 / 60.5 / 79.7 (95.8%; cuBLAS 57.4-62.5),
+ *   down (06) 31.2 / 31.5 / 31.8 / 32.8 / 43.1 (88.3%; cuBLAS 32.3). M = 8 over M = 1: +5.7%,
+ *   +5.1%, +5.0% (was +11..15%); M = 16: +38..51% (3 stages of 16 rows, not improved).
+ *   The same without PDL (TINFER_GEMV_PDL=0): QKV 16.3 / 16.9 at M = 1 / 8, gate/up 59.2 / 61.7,
+ *   down (06) 33.0 / 34.4: PDL saves 1.2-1.8 us per launch back to back.
+ *   Occupancy (cudaOccupancyMaxActiveBlocksPerMultiprocessor, test-gemv-pdl): 4 blocks/SM at
+ *   every M <= 16 (51 / 54 / 47.5 / 50 / 55 / 48 / 48 KB at xr = 1 / 2 / 3 / 4 / 6 / 8 / 16);
+ *   SwiGLU (X not staged) 96 KB, 2 blocks/SM.
+ *   Shared memory was the cost of staging: with PDL off, the unstaged kernel at M = 1 took
+ *   QKV 18.3, gate/up 64.3, down (05) 45.8 us against 16.3 / 59.2 / 32.8 staged (1 row, 4 blocks);
+ *   forcing 6 stages at M = 8 (72 KB, 3 blocks/SM) took 17.6 / 66.0 / 38.8 (06) against
+ *   16.9 / 61.7 / 34.4 with 4 stages (4 blocks). The unstaged kernel itself is slower than in
+ *   run 4 (down 05 M = 1: 45.8 vs 35.0 us; not investigated: candidates are the max-shared
+ *   carveout, which leaves L1 28 KB for its __ldg of a 28 KB X row, and the 64-register cap);
+ *   it now runs only for SwiGLU (gate/up + SwiGLU 64.3 / 79.7 us at M = 1 / 8, X not staged:
+ *   still +24%) or when forced by TINFER_GEMV05_XSTAGE.
+ *   Where launch_dependents sits (run 1 and 2): at the start, rung 05 got slower (run 2: QKV
+ *   17.4 vs 14.6, down (05) 41.0 vs 30.9): the next grid's blocks take the SM slots the running
+ *   one leaves, wherever they are; after the last loads (mode 4): QKV 15.8 / 17.1 at M = 1 / 8
+ *   (worse at M = 8); at exit (mode 3, run 1) within 0.2 us of the default except down
+ *   (06): 32.6 vs 31.4. The L2 prefetch
+ *   before the wait was slower everywhere (S - 1 k-tiles: QKV 15.9, gate/up 59.3, down 31.5;
+ *   16 k-tiles: 20.1 / 74.3 / 35.6), so it is off by default. CUDA graph replay (--graph) with
+ *   PDL: QKV 15.1 us at M = 1 (cuBLAS 15.6), gate/up 58.6, down 30.8.
+ *   Run 1 (18:09 UTC, an earlier build: prefetch S - 1 on, no mode 4) gave 0.4-2 us lower times
+ *   on down (05 29.3 us at M = 1; without PDL 30.8 vs 32.8) on another lease; whether that is the
+ *   lease or mode 4's test inside the loop was not separated. Run 2's numbers are this code's.
  * Debug / measurement switches (environment, read once per process; a bad value makes the call
  * fail with TINFER_ERR_INVALID_ARG):
  *   TINFER_GEMV_PDL=0..4      0: plain launches; 1..4: PDL with launch_dependents 1: at the
  *                             start, 2 (default, G05_PDL_DEFAULT): after the main loop, 3: never
  *                             (it happens at block exit), 4: once the last k-tile's loads are issued.
- *   TINFER_GEMV05_PREFETCH=n  W k-tiles per row prefetched into L2 before the wait (default S - 1).
+ *   TINFER_GEMV05_PREFETCH=n  W k-tiles per row prefetched into L2 before the wait (default 0:
+ *                             measured slower, G05_PREFETCH_DEFAULT).
  *   TINFER_GEMV05_XSTAGE=0|1|2  0: never stage X; 1: stage from M = 1; 2: from M = 2 (the
  *                             previous choice). Unset: G05_XSTAGE_MIN_M.
  *   TINFER_GEMV05_STAGES=3..6 force the X-staged kernel's stage count (unset: the rule above).
@@ -91,6 +123,10 @@
  * places (file comment, run 1): at the start it made rung 05 slower (QKV 18.0 vs 15.5 us, down
  * 38.8 vs 29.3): the next grid's blocks take SM slots wherever the current one leaves them. */
 #define G05_PDL_DEFAULT 2
+/* Default of TINFER_GEMV05_PREFETCH (W k-tiles per row prefetched into L2 before the PDL wait):
+ * none. Prefetching the first S - 1 k-tiles made every shape slower in run 2 (file comment:
+ * QKV 15.9 vs 14.6 us, gate/up 59.3 vs 57.5 at M = 1), 16 k-tiles more so (20.1 / 74.3 us). */
+#define G05_PREFETCH_DEFAULT 0
 /* Default of TINFER_GEMV05_XSTAGE: stage X from this many tokens up. */
 #define G05_XSTAGE_MIN_M 1
 
@@ -288,7 +324,7 @@ static const g05_switches *g05_get_switches(void) {
     static int done = 0;
     if (!done) { /* a benign race: every thread computes the same values */
         sw.pdl = g05_env("TINFER_GEMV_PDL", G05_PDL_DEFAULT, 0, 4);
-        sw.prefetch = g05_env("TINFER_GEMV05_PREFETCH", -1, 0, 4096); /* -1: S - 1 */
+        sw.prefetch = g05_env("TINFER_GEMV05_PREFETCH", G05_PREFETCH_DEFAULT, 0, 4096);
         const int xs = g05_env("TINFER_GEMV05_XSTAGE", -1, 0, 2);
         sw.xstage_min_m = xs == -1 ? G05_XSTAGE_MIN_M : xs == 0 ? 0x7fffffff : xs == -2 ? -2 : xs;
         sw.stages = g05_env("TINFER_GEMV05_STAGES", 0, 3, 6); /* 0: auto */
@@ -393,7 +429,7 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
             attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
             cfg.numAttrs++;
         }
-        const int pf = g05_get_switches()->prefetch >= 0 ? g05_get_switches()->prefetch : S - 1;
+        const int pf = g05_get_switches()->prefetch;
         TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv05_kernel<NT, SWI, KS, XSTAGE, S>, *a, xr, pdl, pf));
         TINFER_CUDA_LAUNCH_CHECK(err, "gemv05_kernel");
     }
