@@ -125,6 +125,14 @@ typedef enum tinfer_gemm_bf16_path {
  * rung 04 stays ahead (down 7.7 vs 13.9 us, QKV 9.2 vs 9.8). */
 #define TINFER_GEMM_BF16_SPLIT_MAX_K 2048
 #define TINFER_GEMM_BF16_SPLIT_LONG_K_MAX_M 64
+/* Since rung 03 stores plain BF16 tiles in whole lines (H200 2026-12-02 18:45 UTC, gemm/NOTES.md
+ * "Whole-line epilogue"), short rows (K <= TINFER_GEMM_BF16_SPLIT_SHORT_K) stay on rung 04 only
+ * for at most TINFER_GEMM_BF16_SPLIT_SHORT_K_MAX_TILES tiles of 128 x 256: SmolLM2 at M = 128
+ * QKV (4 tiles) 6.7 us on rung 04 vs 7.1 on rung 03, O (3) 6.4 vs 6.6; gate/up (12) 9.3 vs 7.4;
+ * at M = 512 QKV (16) 9.1 vs 7.2, O (12) 8.1 vs 7.1; longer rows keep rung 04 (down, K = 1536,
+ * M = 128: 7.8 vs 11.3). */
+#define TINFER_GEMM_BF16_SPLIT_SHORT_K 1024
+#define TINFER_GEMM_BF16_SPLIT_SHORT_K_MAX_TILES 8
 
 /* AUTO takes the decode GEMV path when M <= TINFER_GEMM_BF16_GEMV_MAX_M, or when the weight is
  * small (N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_BYTES) and M <= TINFER_GEMM_BF16_SMALL_W_MAX_M:

@@ -19,8 +19,9 @@
  * launches timed with events, median batch. Weights and activations rotate over enough copies
  * that one batch touches >= 256 MB, so decode rates are DRAM rates, not L2 (H200 L2 is 60 MB).
  * The copy ceiling is a 2 GiB device-to-device cudaMemcpyAsync, counting read + write bytes.
+ * --only SHAPE:M[,SHAPE:M...] restricts a set to those shapes at those M (e.g. for a profiler).
  * --graph times CUDA-graph replays of each batch (device time, no per-launch host cost; the
- * JSON says which: "timing": "graph" or "stream"); set wgmma: rung 03's tile widths forced.
+ * JSON says which: "timing": "graph" or "stream"); set wgmma: rung 03's tile configurations (128 x 128, 128 x 256, ping-pong 128 x 128) forced.
  * Output: a table on stdout, JSON records (--json), and two PNG charts (--png PREFIX:
  * PREFIX_tflops.png TFLOP/s vs M, PREFIX_gbs.png GB/s vs M, ours vs cuBLAS).
  */
@@ -141,6 +142,8 @@ static bool g_quick = false;
  * the figure is device time without the host's per-launch cost (METHOD.md: "for many small
  * launches, capture a graph and time its replays"); without it, back-to-back stream launches. */
 static bool g_graph = false;
+/* --only SHAPE:M: run just that shape at that M (e.g. under a profiler) */
+static const char *g_only = NULL;
 
 /* median over 7 batches of `reps` launches of fn(i) (i rotates the buffers), in microseconds */
 template <typename Fn> static double time_us(Fn fn, int reps) {
@@ -219,6 +222,7 @@ static const char *kname(int k) {
     case 13: return "wgmma_ws";
     case 17: return "wgmma_bn128";
     case 18: return "wgmma_bn256";
+    case 19: return "wgmma_pp128";
     case 20: return "auto";
     case 21: return "auto_swiglu";
     case 22: return "auto_residual";
@@ -242,6 +246,15 @@ static const tinfer_gemv07_cfg g07_bench_cfg[] = {
 
 static void bench_shape(std::vector<rec> &out, const char *set, const char *shape, int64_t M, int64_t N, int64_t K,
                         const std::vector<int> &kernels) {
+    if (g_only) { /* a comma-separated list of SHAPE:M */
+        char want[96];
+        snprintf(want, sizeof want, "%s:%lld", shape, (long long)M);
+        const size_t n = strlen(want);
+        bool hit = false;
+        for (const char *p = strstr(g_only, want); p && !hit; p = strstr(p + 1, want))
+            hit = (p == g_only || p[-1] == ',') && (p[n] == ',' || p[n] == 0);
+        if (!hit) return;
+    }
     const size_t wsz = (size_t)(N * K), xsz = (size_t)(M * K), ysz = (size_t)(M * N);
     const size_t per = (wsz + xsz) * 2;
     /* enough copies that a batch of launches streams >= 256 MB (4x the 60 MB L2) */
@@ -299,9 +312,12 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             else if (k == 11) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WMMA, &a, g_s, &err);
             else if (k == 12) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_MMA_SYNC, &a, g_s, &err);
             else if (k == 13) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_WS, &a, g_s, &err);
-            else if (k == 17 || k == 18) {
+            else if (k == 17 || k == 18 || k == 19) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
-                if (st == TINFER_OK) st = tinfer_gemm_bf16_wgmma_ws_bn(&a, k == 17 ? 128 : 256, g_s, &err);
+                const int32_t cfg = k == 17 ? TINFER_GEMM_BF16_WGMMA_CFG_128
+                                    : k == 18 ? TINFER_GEMM_BF16_WGMMA_CFG_256
+                                              : TINFER_GEMM_BF16_WGMMA_CFG_PP128;
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_wgmma_ws_cfg(&a, cfg, g_s, &err);
             }
             else if (k == 40) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_MMA_SPLITK, &a, g_s, &err);
             else if (k >= 100 && k < 130) {
@@ -430,8 +446,9 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--png") && i + 1 < argc) png = argv[++i];
         else if (!strcmp(argv[i], "--quick")) g_quick = true;
         else if (!strcmp(argv[i], "--graph")) g_graph = true;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma] [--json F] [--png PREFIX] [--quick] [--graph]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma] [--json F] [--png PREFIX] [--quick] [--graph] [--only SHAPE:M[,...]]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -531,14 +548,14 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
     }
     if (!strcmp(set, "wgmma")) {
         /* rung 03's two tile widths forced vs its own pick, on the shapes it takes (many tiles) */
-        for (int64_t n : {1024, 2048, 4096, 8192}) bench_shape(rs, "wgmma", "square", n, n, n, {0, 9, 13, 17, 18});
+        for (int64_t n : {1024, 2048, 4096, 8192}) bench_shape(rs, "wgmma", "square", n, n, n, {0, 9, 13, 17, 18, 19});
         const struct { const char *n; int64_t N, K; } ms[] = {
             {"smol_qkv", 960, 576},     {"smol_o", 576, 576},       {"smol_gateup", 3072, 576},
             {"smol_down", 576, 1536},   {"smol_lmhead", 49152, 576}, {"llama_qkv", 6144, 4096},
             {"llama_gateup", 28672, 4096}, {"llama_down", 4096, 14336}};
         for (const auto &s : ms)
             for (int64_t M : {128, 512, 2048}) {
-                std::vector<int> ks = {0, 9, 20, 13, 17, 18};
+                std::vector<int> ks = {0, 9, 20, 13, 17, 18, 19};
                 if (strstr(s.n, "gateup")) ks.push_back(21);
                 if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
                 bench_shape(rs, "wgmma", s.n, M, s.N, s.K, ks);

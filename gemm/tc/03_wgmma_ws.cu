@@ -7,7 +7,7 @@
  *  - CTA tile 128 (M) x BN (N) x 64 (K), BN = 256 (4 shared-memory stages of 48 KB: A 16 KB +
  *    B 32 KB) or 128 (6 stages of 32 KB), written by TMA (cp.async.bulk.tensor.2d, 128-byte
  *    swizzle, boxes {64, 128} for X and {64, BN / 2} for W). The entry picks BN per shape
- *    (tinfer_gemm_bf16_wgmma_pick_bn: fewest rounds of tiles x (BN + a fixed per-tile cost)):
+ *    (tinfer_gemm_bf16_wgmma_pick_cfg: fewest rounds of tiles x (BN + a fixed per-tile cost)):
  *    128-wide tiles double the CTAs of problems that leave SMs idle or end on a thin last wave.
  *  - 384 threads = 3 warpgroups. WG0 is the producer (setmaxnreg 40; one thread issues the TMA
  *    loads into a ring of full/empty mbarriers). WG1, WG2 are consumers (setmaxnreg 232): each
@@ -19,9 +19,16 @@
  *  - SwiGLU (fused [gate; up] weight): the two 128-row B boxes of a stage come from gate rows
  *    j0.. and up rows F + j0.., so accumulator column c (< 128) and c + 128 are gate and up of
  *    output j0 + c, held by the same thread (register i and i + 64, layout in §1).
- *  - Epilogue: a whole tile with no bias/residual/SwiGLU stores straight from the registers;
- *    anything else (ragged edges too) goes through a per-warp shared scratch, one element per
- *    lane, coalesced: bias, SwiGLU, residual, BF16/F32 store, bounds-checked.
+ *  - Epilogue: plain BF16 output (no bias/residual/SwiGLU) into 16-byte aligned rows goes through
+ *    a per-warp shared scratch in 64-column pieces and leaves as 16-byte stores, each warp store
+ *    writing 4 whole 128-byte lines (edge tiles too when N' % 8 == 0, bounds-checked per 16 B);
+ *    other plain tiles store straight from the registers (4- or 8-byte pairs, 8 rows x 16 B
+ *    per warp store); anything else goes through the same scratch one element per lane,
+ *    coalesced: bias, SwiGLU, residual, BF16/F32 store, bounds-checked.
+ *  - Ping-pong configuration (TINFER_GEMM_BF16_WGMMA_CFG_PP128, forced only): each consumer owns
+ *    whole 128 x 128 tiles (the CTA's even / odd ones, two m64n128k16 per k16 step) and the two
+ *    consumers' mainloops alternate through a pair of mbarriers, so one's epilogue runs under
+ *    the other's wgmmas.
  * Ragged M / N / K: TMA zero-fills out-of-range rows and K columns (the full box still counts
  * toward the barrier's transaction bytes); the epilogue skips rows >= M and columns >= N'.
  * Constraints: K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0, X and W 16-byte aligned (TMA stride
@@ -40,6 +47,21 @@
  * dependent load per row in a rolled loop): SmolLM2 O + residual M = 2048 20.9 -> 14.6 us,
  * Llama-3-8B down + residual M = 2048 401 -> 336 us (plain stores: 9.0 and 303; H200 runs A/B,
  * gemm/NOTES.md).
+ * Whole-line stores (H200, 2026-12-02 18:45 UTC, `tinfer-bench-gemm bf16 wgmma`, stream timing, %
+ * of the faster of cuBLAS / cublasLt; before = register-direct stores, TINFER_GEMM_WGMMA_EPI=regs,
+ * 18:40 UTC): 8192^3 1397 us = 787 TFLOP/s = 101.4% (was 96.1%), 4096^3 180 us = 99.9% (91.0%),
+ * SmolLM2 LM head M = 2048 187 vs 266-275 us (95.8%, was 64%), M = 512 50 vs 75 us (98.6%),
+ * Llama-3-8B at M = 2048 QKV / gate-up / down 100.1 / 99.9 / 100.7% (91.6 / 92.3 / 97.2%), SmolLM2
+ * gate/up M = 2048 15.9 vs 20.3 us; with edge tiles too (N' % 8 == 0): SmolLM2 QKV M = 2048 7.95 vs
+ * 10.9 us, O 7.3 vs 9.1, down 11.8 vs 13.7. The stores were the bottleneck, not the tensor cores:
+ * 8 rows x 16 B per warp store instruction, against 4 x 128 B now.
+ * Ping-pong (same runs, forced): no faster than the cooperative 128 x 128 tile it replaces
+ * (4096^3 201 vs 190 us, 8192^3 1613 vs 1519, LM head M = 2048 192 vs 202, SmolLM2 gate/up
+ * M = 2048 15.2 vs 15.9) and behind 128 x 256 wherever that is picked: with register-direct
+ * stores it did not help either (LM head 275 us in all three configurations), so the exposed
+ * epilogue was never the limit. Kept as a rung, tested, not dispatched. Its first version hung:
+ * an mbarrier parity wait cannot tell phase n from n - 2, and the second consumer waited on
+ * phase 1 of stages whose phase 0 had not completed (fixed by the ordered mainloops).
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/tc/bf16_epi.cuh"
@@ -47,6 +69,8 @@
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define WS_BM 128
 #define WS_BK 64
@@ -54,6 +78,10 @@
 /* per consumer warp: two 16 x 33 FP32 epilogue scratch tiles (gate/plain and up) */
 #define WS_SCR_WARP (2 * 16 * 33 * 4)
 #define WS_GROUP_M 16
+/* kernel flags: pairs of Y / R may be stored as one access; plain BF16 output in whole lines */
+#define WS_F_VEC 1
+#define WS_F_LINES 2
+#define WS_F_N8 4 /* N' % 8 == 0: edge tiles may use the whole-line stores too */
 
 /* Geometry of one tile width BN (256: the large-problem tile; 128: twice the tiles, for problems
  * whose 128 x 256 tiles leave SMs idle or quantize badly into waves). Stages fill the same
@@ -68,6 +96,7 @@ template <int BN> struct WsGeo {
     static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 128 + 8 * WS_SCR_WARP;
     static constexpr int NACC = BN / 2; /* FP32 accumulators per consumer thread (m64nBN) */
     static_assert(SMEM <= 232448, "shared memory per block");
+    static_assert(2 * STAGES * 8 + 2 * 8 <= 128, "full, empty and the two ping-pong turn barriers fit in 128 B");
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -171,15 +200,152 @@ template <int N> static __device__ __forceinline__ void fence_acc(float (&d)[N])
 #pragma unroll
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
+/* What the epilogue needs, copied into registers once per consumer: reading them through a
+ * reference to the kernel's parameter struct measured ~0.7 us per output row on the critical
+ * warp (third H200 run, gemm/NOTES.md). */
+struct WsEpi {
+    const uint16_t *bias;
+    const void *R;
+    void *Y;
+    int64_t ldy, ldr, M, nout, F;
+    bool sw, f32;
+};
+
+/* Stores one 64-row slab of a tile: the NACC = BN / 2 accumulators a consumer thread holds for
+ * rows row_slab + 16 * warp + g (+ 8) of output columns tn * BN... (m64nBN layout, §1: register
+ * i is row 16*warp + g + 8*((i>>1)&1), column 8*(i>>2) + 2t + (i&1)). whole: the tile lies inside
+ * [M, N'] and pairs may be stored as one access. scr: this warp's shared scratch. */
+template <int BN, int EPI>
+static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], const WsEpi &e, int64_t row_slab,
+                                                     int32_t tn, bool whole, int lines, float (*scr)[16][33], int warp,
+                                                     int lane) {
+    constexpr int NACC = BN / 2;
+    const int g = lane / 4, t = lane % 4;
+    if (EPI == 0 && lines) {
+        /* Plain BF16 output in whole 128-byte lines: each 64-column piece of the warp's 16 rows
+         * goes through the warp's scratch (rows 144 B apart: the paired 4-byte writes of lanes
+         * (g, t) hit banks 4g + t + 4q, all different; 16-byte reads of 8 lanes cover one row's
+         * 128 B), then every lane stores 16 B, so a warp store writes 4 whole lines instead of
+         * 8 rows x 16 B. lines = 1: a whole tile; 2: an edge tile, each 16-byte piece stored
+         * when its row is < M and its 8 columns are < N' (N' % 8 == 0, so a piece is all in or
+         * all out). The caller checked that Y is 16-byte aligned, ldy % 8 == 0 and Y is BF16. */
+        uint8_t *sb = (uint8_t *)scr;
+        const int64_t row0 = row_slab + 16 * warp, col0 = (int64_t)tn * BN;
+#pragma unroll
+        for (int ch = 0; ch < BN / 64; ch++) {
+#pragma unroll
+            for (int i = 32 * ch; i < 32 * ch + 32; i += 2) {
+                const int r = g + 8 * ((i >> 1) & 1), cb = (8 * (i >> 2) - 64 * ch + 2 * t) * 2;
+                *(uint32_t *)(sb + r * 144 + cb) =
+                    (uint32_t)tinfer_f2bf16(d[i]) | ((uint32_t)tinfer_f2bf16(d[i + 1]) << 16);
+            }
+            __syncwarp();
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int r = lane / 8 + 4 * q, c = lane % 8;
+                const uint4 v = *(const uint4 *)(sb + r * 144 + 16 * c);
+                if (lines == 1 || (row0 + r < e.M && col0 + 64 * ch + 8 * c < e.nout))
+                    *(uint4 *)((uint16_t *)e.Y + (row0 + r) * e.ldy + col0 + 64 * ch + 8 * c) = v;
+            }
+            __syncwarp();
+        }
+        return;
+    }
+    if (EPI == 0 && whole) {
+        /* Plain output of a whole tile: straight paired stores from the registers. */
+        const int64_t row0 = row_slab + 16 * warp + g, col0 = (int64_t)tn * BN + 2 * t;
+        if (!e.f32) {
+            uint16_t *y = (uint16_t *)e.Y + row0 * e.ldy + col0;
+#pragma unroll
+            for (int p = 0; p < NACC / 2; p++)
+                *(uint32_t *)(y + 8 * (p & 1) * e.ldy + 8 * (p >> 1)) =
+                    (uint32_t)tinfer_f2bf16(d[2 * p]) | ((uint32_t)tinfer_f2bf16(d[2 * p + 1]) << 16);
+        } else {
+            float *y = (float *)e.Y + row0 * e.ldy + col0;
+#pragma unroll
+            for (int p = 0; p < NACC / 2; p++)
+                *(float2 *)(y + 8 * (p & 1) * e.ldy + 8 * (p >> 1)) = make_float2(d[2 * p], d[2 * p + 1]);
+        }
+        return;
+    }
+    /* General epilogue (bias / SwiGLU / residual / ragged edges), staged through a per-warp
+     * 16 x 32 scratch so the per-element code is one small rolled loop: fully unrolled
+     * per-element branches made ~100 KB of straight-line code that ran at instruction-cache-miss
+     * speed (~15-20 us per tile, first H200 runs, NOTES.md). Lane = column, so the stores are
+     * coalesced (64 B per row for BF16). SwiGLU: accumulator column c (< BN / 2) and c + BN / 2
+     * are gate and up of output column c (register i and i + NACC / 2). */
+    const int64_t rbase = row_slab + 16 * warp;
+    const int64_t jbase = e.sw ? (int64_t)tn * (BN / 2) : (int64_t)tn * BN;
+    constexpr int PIECES = BN / 32; /* 32-column pieces of the accumulator tile */
+#pragma unroll
+    for (int pc = 0; pc < PIECES; pc++) {
+        if (e.sw && pc >= PIECES / 2) break;
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int i = 4 * (pc * 4 + q) + k;
+                scr[0][g + 8 * ((k >> 1) & 1)][8 * q + 2 * t + (k & 1)] = d[i];
+                if (pc < PIECES / 2 && e.sw) scr[1][g + 8 * ((k >> 1) & 1)][8 * q + 2 * t + (k & 1)] = d[(i + NACC / 2) % NACC];
+            }
+        __syncwarp();
+        const int64_t j = jbase + pc * 32 + lane;
+        if (j < e.nout) {
+            const float bg = e.bias ? tinfer_bf16f(e.bias[j]) : 0.f;
+            const float bu = e.bias && e.sw ? tinfer_bf16f(e.bias[e.F + j]) : 0.f;
+            /* The piece's 16 residual values are loaded before any is used: one round trip per
+             * piece instead of one per row (the rolled load-add-store loop kept ~4 loads in
+             * flight and cost ~20 us per tile, run 4). R may be Y itself: each element is read
+             * here and written below by this lane only. */
+            float rv[16];
+#pragma unroll
+            for (int r = 0; r < 16; r++) {
+                const int64_t m = rbase + r;
+                rv[r] = 0.f;
+                if (e.R && m < e.M)
+                    rv[r] = e.f32 ? ((const float *)e.R)[m * e.ldr + j] : tinfer_bf16f(((const uint16_t *)e.R)[m * e.ldr + j]);
+            }
+#pragma unroll
+            for (int r = 0; r < 16; r++) {
+                const int64_t m = rbase + r;
+                if (m < e.M) {
+                    float v = scr[0][r][lane] + bg;
+                    if (e.sw) {
+                        const float u = scr[1][r][lane] + bu;
+                        v = v / (1.0f + __expf(-v)) * u;
+                    }
+                    v += rv[r];
+                    if (e.f32) ((float *)e.Y)[m * e.ldy + j] = v;
+                    else ((uint16_t *)e.Y)[m * e.ldy + j] = tinfer_f2bf16(v);
+                }
+            }
+        }
+        __syncwarp();
+    }
+}
+
+/* Tile number -> (tm, tn): groups of WS_GROUP_M M-tiles walk N together (L2 reuse). */
+static __device__ __forceinline__ void ws_tile_coords(int32_t tile, int32_t tiles_m, int32_t tiles_n, int32_t &tm,
+                                                      int32_t &tn) {
+    const int32_t per_group = WS_GROUP_M * tiles_n, grp = tile / per_group;
+    const int32_t first_m = grp * WS_GROUP_M;
+    const int32_t gsz = tiles_m - first_m < WS_GROUP_M ? tiles_m - first_m : WS_GROUP_M;
+    tm = first_m + (tile % per_group) % gsz;
+    tn = (tile % per_group) / gsz;
+}
 #endif
 
 /* BN: tile width (WsGeo). EPI 0: no bias, residual or SwiGLU (straight stores); 1: the general
- * epilogue. */
-template <int BN, int EPI>
+ * epilogue. PP (BN = 128 only): ping-pong consumers — each consumer warpgroup computes whole
+ * 128 x 128 tiles of its own (the CTA's even / odd tiles), so one's epilogue runs while the
+ * other's wgmmas keep the tensor cores busy; without PP both consumers share each tile (64 rows
+ * each) and the tensor cores idle during the epilogue. */
+template <int BN, int EPI, bool PP>
 static __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
-                    tinfer_gemm_bf16_args a, int32_t tiles_m, int32_t tiles_n, int32_t kblocks, int32_t vec) {
+                    tinfer_gemm_bf16_args a, int32_t tiles_m, int32_t tiles_n, int32_t kblocks, int32_t flags) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    static_assert(!PP || BN == 128, "ping-pong tiles are 128 x 128 (128 accumulators per thread)");
     using G = WsGeo<BN>;
     constexpr int WS_STAGES = G::STAGES, WS_STAGE_BYTES = G::STAGE_BYTES, WS_B_BYTES = G::B_BYTES;
     constexpr int WS_BN = BN;
@@ -187,14 +353,19 @@ static __global__ void __launch_bounds__(384, 1)
     uint8_t *smem = (uint8_t *)(((uintptr_t)ws_smem_raw + 1023) & ~(uintptr_t)1023);
     uint64_t *full = (uint64_t *)(smem + WS_STAGES * WS_STAGE_BYTES);
     uint64_t *empty = full + WS_STAGES;
+    uint64_t *turn = empty + WS_STAGES; /* PP: turn[c] = consumer c may start its next mainloop */
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
     const int32_t tiles = tiles_m * tiles_n;
     const int64_t F = a.N / 2;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; s++) {
-            mbar_init(&full[s], 1);  /* the producer's arrive.expect_tx */
-            mbar_init(&empty[s], 2); /* one arrive per consumer warpgroup */
+            mbar_init(&full[s], 1);           /* the producer's arrive.expect_tx */
+            mbar_init(&empty[s], PP ? 1 : 2); /* one arrive per consumer warpgroup reading the stage */
+        }
+        if (PP) {
+            mbar_init(&turn[0], 1);
+            mbar_init(&turn[1], 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -203,12 +374,12 @@ static __global__ void __launch_bounds__(384, 1)
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (tid != 0) return;
+        /* Stages are filled in the order the CTA's tiles are numbered; with PP consecutive tiles
+         * belong to alternate consumers, which therefore find their stages in the same order. */
         uint32_t it = 0;
         for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-            const int32_t per_group = WS_GROUP_M * tiles_n, grp = tile / per_group;
-            const int32_t first_m = grp * WS_GROUP_M;
-            const int32_t gsz = tiles_m - first_m < WS_GROUP_M ? tiles_m - first_m : WS_GROUP_M;
-            const int32_t tm = first_m + (tile % per_group) % gsz, tn = (tile % per_group) / gsz;
+            int32_t tm, tn;
+            ws_tile_coords(tile, tiles_m, tiles_n, tm, tn);
             const int32_t row_a = tm * WS_BM;
             const int32_t row_b0 = a.swiglu ? tn * (WS_BN / 2) : tn * WS_BN;
             const int32_t row_b1 = a.swiglu ? (int32_t)F + tn * (WS_BN / 2) : tn * WS_BN + WS_BN / 2;
@@ -224,123 +395,106 @@ static __global__ void __launch_bounds__(384, 1)
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-        const int c = wg - 1, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-        const int64_t nout = a.swiglu ? F : a.N;
-        /* The epilogue's parameters in registers: the general path below read them through a
-         * reference to the kernel's parameter struct, which measured ~0.7 us per output row on
-         * the critical warp (third H200 run, gemm/NOTES.md). */
-        const uint16_t *const e_bias = a.bias;
-        const void *const e_R = a.R;
-        void *const e_Y = a.Y;
-        const int64_t e_ldy = a.ldy, e_ldr = a.ldr, e_M = a.M;
-        const bool e_sw = a.swiglu != 0, e_f32 = a.y_dtype == TINFER_DTYPE_F32;
-        float d[G::NACC];
-        uint32_t it = 0;
-        for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-            const int32_t per_group = WS_GROUP_M * tiles_n, grp = tile / per_group;
-            const int32_t first_m = grp * WS_GROUP_M;
-            const int32_t gsz = tiles_m - first_m < WS_GROUP_M ? tiles_m - first_m : WS_GROUP_M;
-            const int32_t tm = first_m + (tile % per_group) % gsz, tn = (tile % per_group) / gsz;
-            uint32_t prev = 0;
-            fence_acc(d);
-            for (int32_t kb = 0; kb < kblocks; kb++, it++) {
-                const uint32_t s = it % WS_STAGES, ph = (it / WS_STAGES) & 1;
-                mbar_wait(&full[s], ph);
-                const uint8_t *sa = smem + s * WS_STAGE_BYTES + c * (64 * 128), *sb = smem + s * WS_STAGE_BYTES + WS_A_BYTES;
-                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        const int c = wg - 1, warp = tid / 32, lane = tid % 32;
+        WsEpi e;
+        e.bias = a.bias;
+        e.R = a.R;
+        e.Y = a.Y;
+        e.ldy = a.ldy;
+        e.ldr = a.ldr;
+        e.M = a.M;
+        e.nout = a.swiglu ? F : a.N;
+        e.F = F;
+        e.sw = a.swiglu != 0;
+        e.f32 = a.y_dtype == TINFER_DTYPE_F32;
+        float(*scr)[16][33] = (float(*)[16][33])(smem + WS_STAGES * WS_STAGE_BYTES + 128 + (c * 4 + warp) * WS_SCR_WARP);
+        /* whole-line stores: every whole tile; edge tiles too when N' % 8 == 0 */
+        auto lines_mode = [&](bool inside) { return !(flags & WS_F_LINES) ? 0 : inside ? 1 : (flags & WS_F_N8) ? 2 : 0; };
+        if constexpr (!PP) {
+            float d[G::NACC];
+            uint32_t it = 0;
+            for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                int32_t tm, tn;
+                ws_tile_coords(tile, tiles_m, tiles_n, tm, tn);
+                uint32_t prev = 0;
+                fence_acc(d);
+                for (int32_t kb = 0; kb < kblocks; kb++, it++) {
+                    const uint32_t s = it % WS_STAGES, ph = (it / WS_STAGES) & 1;
+                    mbar_wait(&full[s], ph);
+                    const uint8_t *sa = smem + s * WS_STAGE_BYTES + c * (64 * 128), *sb = smem + s * WS_STAGE_BYTES + WS_A_BYTES;
+                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-                for (int kk = 0; kk < WS_BK / 16; kk++)
-                    wgmma_step<BN>(d, wgmma_desc(sa + kk * 32), wgmma_desc(sb + kk * 32), (kb | kk) != 0);
-                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                if (kb > 0 && tid == 0) mbar_arrive(&empty[prev]);
-                prev = s;
+                    for (int kk = 0; kk < WS_BK / 16; kk++)
+                        wgmma_step<BN>(d, wgmma_desc(sa + kk * 32), wgmma_desc(sb + kk * 32), (kb | kk) != 0);
+                    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                    if (kb > 0 && tid == 0) mbar_arrive(&empty[prev]);
+                    prev = s;
+                }
+                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                fence_acc(d);
+                if (tid == 0) mbar_arrive(&empty[prev]);
+                const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * WS_BN <= e.nout;
+                const bool whole = (flags & WS_F_VEC) && inside;
+                ws_store_slab<BN, EPI>(d, e, (int64_t)tm * WS_BM + 64 * c, tn, whole, lines_mode(inside), scr, warp, lane);
             }
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            fence_acc(d);
-            if (tid == 0) mbar_arrive(&empty[prev]);
-
-            /* Accumulator register i: row 16*warp + g + 8*((i>>1)&1), col 8*(i>>2) + 2t + (i&1). */
-            const int64_t row0 = (int64_t)tm * WS_BM + 64 * c + 16 * warp + g;
-            const bool whole = vec && (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * WS_BN <= nout;
-            if (EPI == 0 && whole) {
-                /* Plain output of a whole tile: straight paired stores from the registers. */
-                const int64_t col0 = (int64_t)tn * WS_BN + 2 * t;
-                if (a.y_dtype == TINFER_DTYPE_BF16) {
-                    uint16_t *y = (uint16_t *)a.Y + row0 * a.ldy + col0;
+        } else {
+            /* Ping-pong: consumer c takes the CTA's tiles j = c, c + 2, ...; tile j's k-blocks
+             * are ring iterations j * kblocks ... (the producer's order). d0 / d1: rows 0-63 and
+             * 64-127 of the tile (two m64n128k16 per k16 step, same B).
+             * The mainloops alternate (consumer 0's tile 0, 1's tile 1, 0's tile 2, ...): before
+             * its k-th tile, consumer 1 waits until consumer 0 has finished k + 1 mainloops and
+             * consumer 0 (k >= 1) until consumer 1 has finished k. Besides handing the tensor
+             * cores to one tile at a time, this keeps the parity waits sound: an mbarrier parity
+             * wait only tells the current phase from the previous one, so a consumer must never
+             * wait on a full barrier more than one phase ahead of it. Unordered, consumer 1 would
+             * wait on phase 1 of a slot whose phase 0 had not completed yet and pass at once
+             * (first H200 run of this kernel: hangs). With the order, every earlier use of the
+             * slot has completed when a consumer waits. */
+            float d0[64], d1[64];
+            int64_t j = c;
+            uint32_t k = 0; /* this consumer's tile count */
+            for (int32_t tile = blockIdx.x + c * gridDim.x; tile < tiles; tile += 2 * gridDim.x, j += 2, k++) {
+                int32_t tm, tn;
+                ws_tile_coords(tile, tiles_m, tiles_n, tm, tn);
+                if (c == 1) mbar_wait(&turn[1], k & 1);
+                else if (k > 0) mbar_wait(&turn[0], (k - 1) & 1);
+                uint64_t it = (uint64_t)j * (uint64_t)kblocks;
+                uint32_t prev = 0;
+                fence_acc(d0);
+                fence_acc(d1);
+                for (int32_t kb = 0; kb < kblocks; kb++, it++) {
+                    const uint32_t s = (uint32_t)(it % WS_STAGES), ph = (uint32_t)(it / WS_STAGES) & 1;
+                    mbar_wait(&full[s], ph);
+                    const uint8_t *sa = smem + s * WS_STAGE_BYTES, *sb = sa + WS_A_BYTES;
+                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-                    for (int p = 0; p < G::NACC / 2; p++)
-                        *(uint32_t *)(y + 8 * (p & 1) * a.ldy + 8 * (p >> 1)) =
-                            (uint32_t)tinfer_f2bf16(d[2 * p]) | ((uint32_t)tinfer_f2bf16(d[2 * p + 1]) << 16);
-                } else {
-                    float *y = (float *)a.Y + row0 * a.ldy + col0;
-#pragma unroll
-                    for (int p = 0; p < G::NACC / 2; p++)
-                        *(float2 *)(y + 8 * (p & 1) * a.ldy + 8 * (p >> 1)) = make_float2(d[2 * p], d[2 * p + 1]);
-                }
-            } else {
-                /* General epilogue (bias / SwiGLU / residual / ragged edges), staged through a
-                 * per-warp 16 x 32 scratch so the per-element code is one small rolled loop: fully
-                 * unrolled per-element branches made ~100 KB of straight-line code that ran at
-                 * instruction-cache-miss speed (~15-20 us per tile, first H200 runs, NOTES.md).
-                 * Lane = column, so the stores are coalesced (64 B per row for BF16). */
-                float(*scr)[16][33] = (float(*)[16][33])(smem + WS_STAGES * WS_STAGE_BYTES + 128 + (c * 4 + warp) * WS_SCR_WARP);
-                const int64_t rbase = (int64_t)tm * WS_BM + 64 * c + 16 * warp;
-                const int64_t jbase = a.swiglu ? (int64_t)tn * (WS_BN / 2) : (int64_t)tn * WS_BN;
-                constexpr int PIECES = BN / 32; /* 32-column pieces of the accumulator tile */
-#pragma unroll
-                for (int pc = 0; pc < PIECES; pc++) {
-                    if (a.swiglu && pc >= PIECES / 2) break;
-#pragma unroll
-                    for (int q = 0; q < 4; q++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int i = 4 * (pc * 4 + q) + e;
-                            scr[0][g + 8 * ((e >> 1) & 1)][8 * q + 2 * t + (e & 1)] = d[i];
-                            if (pc < PIECES / 2 && a.swiglu)
-                                scr[1][g + 8 * ((e >> 1) & 1)][8 * q + 2 * t + (e & 1)] = d[(i + G::NACC / 2) % G::NACC];
-                        }
-                    __syncwarp();
-                    const int64_t j = jbase + pc * 32 + lane;
-                    if (j < nout) {
-                        const float bg = e_bias ? tinfer_bf16f(e_bias[j]) : 0.f;
-                        const float bu = e_bias && e_sw ? tinfer_bf16f(e_bias[F + j]) : 0.f;
-                        /* The piece's 16 residual values are loaded before any is used: one
-                         * round trip per piece instead of one per row (the rolled load-add-store
-                         * loop kept ~4 loads in flight and cost ~20 us per tile, run 4). R may be
-                         * Y itself: each element is read here and written below by this lane only. */
-                        float rv[16];
-#pragma unroll
-                        for (int r = 0; r < 16; r++) {
-                            const int64_t m = rbase + r;
-                            rv[r] = 0.f;
-                            if (e_R && m < e_M)
-                                rv[r] = e_f32 ? ((const float *)e_R)[m * e_ldr + j]
-                                              : tinfer_bf16f(((const uint16_t *)e_R)[m * e_ldr + j]);
-                        }
-#pragma unroll
-                        for (int r = 0; r < 16; r++) {
-                            const int64_t m = rbase + r;
-                            if (m < e_M) {
-                                float v = scr[0][r][lane] + bg;
-                                if (e_sw) {
-                                    const float u = scr[1][r][lane] + bu;
-                                    v = v / (1.0f + __expf(-v)) * u;
-                                }
-                                v += rv[r];
-                                if (e_f32) ((float *)e_Y)[m * e_ldy + j] = v;
-                                else ((uint16_t *)e_Y)[m * e_ldy + j] = tinfer_f2bf16(v);
-                            }
-                        }
+                    for (int kk = 0; kk < WS_BK / 16; kk++) {
+                        const uint64_t db = wgmma_desc(sb + kk * 32);
+                        wgmma_m64n128k16(d0, wgmma_desc(sa + kk * 32), db, (kb | kk) != 0);
+                        wgmma_m64n128k16(d1, wgmma_desc(sa + 64 * 128 + kk * 32), db, (kb | kk) != 0);
                     }
-                    __syncwarp();
+                    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                    if (kb > 0 && tid == 0) mbar_arrive(&empty[prev]);
+                    prev = s;
                 }
+                /* every full barrier of this tile has completed (thread 0 waited on each) */
+                if (tid == 0) mbar_arrive(&turn[c ^ 1]);
+                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                fence_acc(d0);
+                fence_acc(d1);
+                if (tid == 0) mbar_arrive(&empty[prev]);
+                const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * WS_BN <= e.nout;
+                const bool whole = (flags & WS_F_VEC) && inside;
+                ws_store_slab<BN, EPI>(d0, e, (int64_t)tm * WS_BM, tn, whole, lines_mode(inside), scr, warp, lane);
+                ws_store_slab<BN, EPI>(d1, e, (int64_t)tm * WS_BM + 64, tn, whole, lines_mode(inside), scr, warp, lane);
             }
         }
     }
 #else
     /* Built for a target without wgmma (the portable PTX): never silently do nothing. */
-    (void)map_x; (void)map_w; (void)a; (void)tiles_m; (void)tiles_n; (void)kblocks; (void)vec;
+    (void)map_x; (void)map_w; (void)a; (void)tiles_m; (void)tiles_n; (void)kblocks; (void)flags;
     __trap();
 #endif
 }
@@ -411,15 +565,18 @@ static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t
     return TINFER_OK;
 }
 
-/* Tile width for a shape: the one whose tiles finish soonest, modelling a tile's time as its
- * width plus a fixed per-tile cost of TINFER_GEMM_BF16_WGMMA_TILE_FIXED columns (pipeline fill,
- * epilogue) and counting whole rounds of tiles over the SMs (the persistent grid's waves). */
-int32_t tinfer_gemm_bf16_wgmma_pick_bn(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm) {
-    int32_t best = 256;
+/* Tile configuration for a shape: the tile width whose tiles finish soonest, a tile costing its
+ * width in columns plus a fixed per-tile cost of TINFER_GEMM_BF16_WGMMA_TILE_FIXED columns
+ * (pipeline fill, epilogue), counted in whole rounds of tiles over the SMs (the persistent grid's
+ * waves). The ping-pong configuration is not picked: it measured no faster than the cooperative
+ * 128 x 128 tile (file comment). */
+int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm) {
+    int32_t best = TINFER_GEMM_BF16_WGMMA_CFG_256;
     int64_t best_cost = -1;
+    const int64_t tiles_m = (M + WS_BM - 1) / WS_BM;
     for (int32_t bn = 256; bn >= 128; bn /= 2) {
         const int64_t cols = swiglu ? bn / 2 : bn;
-        const int64_t tiles = ((M + WS_BM - 1) / WS_BM) * ((nout + cols - 1) / cols);
+        const int64_t tiles = tiles_m * ((nout + cols - 1) / cols);
         const int64_t rounds = (tiles + n_sm - 1) / n_sm;
         const int64_t cost = rounds * (bn + TINFER_GEMM_BF16_WGMMA_TILE_FIXED);
         if (best_cost < 0 || cost < best_cost) {
@@ -430,7 +587,18 @@ int32_t tinfer_gemm_bf16_wgmma_pick_bn(int64_t M, int64_t nout, int32_t swiglu, 
     return best;
 }
 
-template <int BN>
+/* TINFER_GEMM_WGMMA_EPI=regs (read once) keeps the register-direct store of plain BF16 tiles
+ * instead of whole-line stores through the scratch (for measurement). */
+static bool ws_lines_on(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("TINFER_GEMM_WGMMA_EPI");
+        on = !(v && !strcmp(v, "regs"));
+    }
+    return on != 0;
+}
+
+template <int BN, bool PP>
 static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm, cudaStream_t s, tinfer_err *err) {
     using G = WsGeo<BN>;
     tinfer_status status = TINFER_OK;
@@ -440,8 +608,8 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
     if ((status = ws_make_map(&mx, a->X, a->M, a->K, a->ldx, WS_BM, "X", err)) != TINFER_OK) return status;
     if ((status = ws_make_map(&mw, a->W, a->N, a->K, a->ldw, BN / 2, "W", err)) != TINFER_OK) return status;
     if (smem_set_for != dev) {
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, PP>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1, PP>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
         smem_set_for = dev;
     }
     {
@@ -450,18 +618,20 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
         const int32_t tiles_n = (int32_t)(a->swiglu ? (nout + BN / 2 - 1) / (BN / 2) : (nout + BN - 1) / BN);
         const int32_t kblocks = (int32_t)((a->K + WS_BK - 1) / WS_BK);
         const int64_t tiles = (int64_t)tiles_m * tiles_n;
-        if (tiles > INT32_MAX) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: too many tiles");
+        if (tiles > INT32_MAX / 2) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: too many tiles");
         const int grid = (int)(tiles < n_sm ? tiles : n_sm);
-        const int32_t vec = tinfer_bf16_epi_vec_ok(*a) ? 1 : 0;
-        if (plain) wgmma_ws_kernel<BN, 0><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, vec);
-        else wgmma_ws_kernel<BN, 1><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, vec);
+        int32_t flags = tinfer_bf16_epi_vec_ok(*a) ? WS_F_VEC : 0;
+        if (a->y_dtype == TINFER_DTYPE_BF16 && (uintptr_t)a->Y % 16 == 0 && a->ldy % 8 == 0 && ws_lines_on())
+            flags |= WS_F_LINES | (nout % 8 == 0 ? WS_F_N8 : 0);
+        if (plain) wgmma_ws_kernel<BN, 0, PP><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, flags);
+        else wgmma_ws_kernel<BN, 1, PP><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, flags);
         TINFER_CUDA_LAUNCH_CHECK(err, "wgmma_ws_kernel");
     }
 cleanup:
     return status;
 }
 
-tinfer_status tinfer_gemm_bf16_wgmma_ws_bn(const tinfer_gemm_bf16_args *a, int32_t bn, cudaStream_t s, tinfer_err *err) {
+tinfer_status tinfer_gemm_bf16_wgmma_ws_cfg(const tinfer_gemm_bf16_args *a, int32_t cfg, cudaStream_t s, tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     int dev = 0, major = 0, n_sm = 0;
     /* per-device (compute capability major, SM count), read once: 16 devices per host at most */
@@ -482,15 +652,17 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_bn(const tinfer_gemm_bf16_args *a, int32
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90 (device %d is sm_%d*)", dev, major);
     if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: dimension over 2^31");
-    if (bn == TINFER_GEMM_BF16_WGMMA_BN_AUTO)
-        bn = tinfer_gemm_bf16_wgmma_pick_bn(a->M, tinfer_gemm_bf16_nout(*a), a->swiglu, n_sm);
-    if (bn == 256) return ws_launch<256>(a, dev, n_sm, s, err);
-    if (bn == 128) return ws_launch<128>(a, dev, n_sm, s, err);
-    return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tile width %d (128 or 256)", (int)bn);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO)
+        cfg = tinfer_gemm_bf16_wgmma_pick_cfg(a->M, tinfer_gemm_bf16_nout(*a), a->swiglu, n_sm);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_256) return ws_launch<256, false>(a, dev, n_sm, s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_128) return ws_launch<128, false>(a, dev, n_sm, s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128) return ws_launch<128, true>(a, dev, n_sm, s, err);
+    return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tile config %d (256, 128 or %d for ping-pong 128)",
+                          (int)cfg, TINFER_GEMM_BF16_WGMMA_CFG_PP128);
 cleanup:
     return status;
 }
 
 tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
-    return tinfer_gemm_bf16_wgmma_ws_bn(a, TINFER_GEMM_BF16_WGMMA_BN_AUTO, s, err);
+    return tinfer_gemm_bf16_wgmma_ws_cfg(a, TINFER_GEMM_BF16_WGMMA_CFG_AUTO, s, err);
 }

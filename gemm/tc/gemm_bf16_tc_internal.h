@@ -26,12 +26,16 @@ tinfer_status tinfer_gemm_bf16_mma_split(const tinfer_gemm_bf16_args *a, int32_t
 #define TINFER_GEMM_BF16_WGMMA_TILE_M 128
 #define TINFER_GEMM_BF16_WGMMA_TILE_N 256
 
-/* Rung 3 with its tile width picked per shape (tinfer_gemm_bf16_wgmma_pick_bn). */
+/* Rung 3 with its tile configuration picked per shape (tinfer_gemm_bf16_wgmma_pick_cfg). */
 tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
-/* Rung 3 with a given tile width: 256, 128, or TINFER_GEMM_BF16_WGMMA_BN_AUTO. */
-#define TINFER_GEMM_BF16_WGMMA_BN_AUTO 0
-tinfer_status tinfer_gemm_bf16_wgmma_ws_bn(const tinfer_gemm_bf16_args *a, int32_t bn, cudaStream_t s, tinfer_err *err);
-/* The tile width the AUTO pick takes for M x N' outputs on n_sm SMs (exposed for tests/bench). */
-int32_t tinfer_gemm_bf16_wgmma_pick_bn(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm);
+/* Rung 3 tile configurations: 128 x 256 and 128 x 128 tiles shared by both consumer warpgroups
+ * (ids = the tile width), 128 x 128 tiles owned by one consumer each (ping-pong), or AUTO. */
+#define TINFER_GEMM_BF16_WGMMA_CFG_AUTO 0
+#define TINFER_GEMM_BF16_WGMMA_CFG_PP128 1
+#define TINFER_GEMM_BF16_WGMMA_CFG_128 128
+#define TINFER_GEMM_BF16_WGMMA_CFG_256 256
+tinfer_status tinfer_gemm_bf16_wgmma_ws_cfg(const tinfer_gemm_bf16_args *a, int32_t cfg, cudaStream_t s, tinfer_err *err);
+/* The configuration the AUTO pick takes for M x N' outputs on n_sm SMs (exposed for tests/bench). */
+int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm);
 
 #endif

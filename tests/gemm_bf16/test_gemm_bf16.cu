@@ -66,10 +66,12 @@ typedef struct test_case {
     int64_t M, N, K;
     tinfer_dtype yd;
     int bias, resid, swiglu;
+    int ly8; /* 1: Y rows padded to a multiple of 8 elements (16-byte rows: the vector stores);
+              * 0: ldy = N' + 3, rows deliberately misaligned */
 } test_case;
 
 /* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
- * tile width id, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
+ * tile configuration id (128, 256 or TINFER_GEMM_BF16_WGMMA_CFG_PP128), 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
  * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id] */
 typedef struct runner {
     char kind;
@@ -98,9 +100,9 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a, cu
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
         return st != TINFER_OK ? st : tinfer_gemm_bf16_mma_split(a, r->id / 10, r->id % 10, s, err);
     }
-    if (r->kind == 'w') { /* rung 03 with tile width id (128 or 256) */
+    if (r->kind == 'w') { /* rung 03 with a tile configuration forced */
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
-        return st != TINFER_OK ? st : tinfer_gemm_bf16_wgmma_ws_bn(a, r->id, s, err);
+        return st != TINFER_OK ? st : tinfer_gemm_bf16_wgmma_ws_cfg(a, r->id, s, err);
     }
     if (r->kind == 'm') {
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
@@ -185,7 +187,8 @@ static int compare(const char *label, const std::vector<uint8_t> &buf, tinfer_dt
 static void run_case(const test_case &c, const runner *runners, int nrun, cudaStream_t s) {
     const uint64_t seed = g_rng;
     const int64_t nout = c.swiglu ? c.N / 2 : c.N;
-    const int64_t ldx = c.K + 8, ldw = c.K, ldy = nout + 3; /* padded X and Y rows on purpose */
+    const int64_t ldx = c.K + 8, ldw = c.K; /* padded X rows on purpose */
+    const int64_t ldy = c.ly8 ? (nout + 7) / 8 * 8 + 8 : nout + 3; /* padded Y rows, aligned or not */
     std::vector<uint16_t> X((size_t)(c.M * ldx)), W((size_t)(c.N * ldw)), B((size_t)c.N);
     for (auto &v : X) v = rnd_bf16(1.0f);
     for (auto &v : W) v = rnd_bf16(1.0f);
@@ -400,8 +403,9 @@ int main(int argc, char **argv) {
     /* rung 02 runs through its entry (auto tile config) and with each tile config forced */
     const runner gemm_all[] = {{'t', 1, "wmma"},          {'t', 2, "mma"},           {'m', 0, "mma64x64"},
                                {'m', 1, "mma128x64"},     {'m', 2, "mma128x128"},    {'t', 3, "wgmma"},
-                               /* rung 03 with each tile width forced (its entry picks one per shape) */
+                               /* rung 03 with each tile configuration forced (its entry picks one per shape) */
                                {'w', 128, "wgmma128"},    {'w', 256, "wgmma256"},
+                               {'w', TINFER_GEMM_BF16_WGMMA_CFG_PP128, "wgmma_pp128"},
                                /* rung 04 (split-K over a cluster): entry (auto), config x split factor */
                                {'t', 4, "split"},         {'s', 2, "split64x64/2"},  {'s', 4, "split64x64/4"},
                                {'s', 8, "split64x64/8"},  {'s', 12, "split128x64/2"}, {'s', 14, "split128x64/4"},
@@ -455,6 +459,19 @@ int main(int argc, char **argv) {
         /* long K for rung 04: ragged K (2056 = 64 k-tiles + 8; 1032), every epilogue, F32 */
         {100, 520, 2056, F, 1, 1, 0},    {64, 2 * 200, 4096, BF, 1, 1, 1}, {48, 300, 14336, BF, 0, 1, 0},
         {130, 2 * 96, 1032, F, 1, 1, 1},
+        /* many tiles per CTA (ping-pong consumers alternate tiles; >= 2 x 132 128 x 128 tiles):
+         * ragged M, N and K, fewer k-blocks than pipeline stages (the ring wraps inside a tile
+         * and across consumers), one k-block, every epilogue */
+        {1000, 8200, 72, BF, 1, 1, 0},   {3000, 2 * 2100, 200, F, 1, 1, 1}, {700, 9000, 8, BF, 0, 0, 0},
+        {2100, 4100, 1000, BF, 0, 0, 0},
+        /* the same under the quick set's size cap (sanitizer runs): K of one / two k-blocks */
+        {300, 33000, 8, BF, 1, 1, 0},    {200, 2 * 17000, 16, F, 0, 0, 1},
+        /* plain BF16 into 16-byte aligned Y rows: rung 03's whole-line stores on whole tiles, and
+         * on edge tiles when N' % 8 == 0 (1000, 9000, 4104); N' = 1004 keeps edge tiles on the
+         * general path; one-k-block and long-K rings */
+        {200, 1000, 64, BF, 0, 0, 0, 1}, {128, 256, 64, BF, 0, 0, 0, 1}, {300, 1004, 72, BF, 0, 0, 0, 1},
+        {700, 9000, 8, BF, 0, 0, 0, 1},  {2100, 4104, 1000, BF, 0, 0, 0, 1}, {2048, 4096, 1024, BF, 0, 0, 0, 1},
+        {129, 257, 72, F, 1, 0, 0, 1},   {200, 2 * 300, 576, BF, 1, 1, 1, 1},
     };
     for (const auto &c : pcases) {
         if (gemv_only) break;
