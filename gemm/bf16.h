@@ -149,7 +149,9 @@ typedef enum tinfer_gemm_bf16_path {
 
 /* Which decode rung the GEMV path runs (same sweep, fourth H200 run): rung 06 (2-block cluster
  * split-K) for long rows, K >= TINFER_GEMV_BF16_CLUSTER_MIN_K (Llama-3-8B down, K = 14336:
- * 32.2 vs 35.0 us at M = 1, 36.3 vs 43.2 at M = 8; it lost at K = 4096); rung 04 (register-fed)
+ * 32.2 vs 35.0 us at M = 1, 36.3 vs 43.2 at M = 8; it lost at K = 4096; re-measured with PDL and
+ * X staged at 4 blocks/SM, H200 2026-12-02 18:20 UTC: 31.2 vs 30.9 us at M = 1, 32.8 vs 33.5 at
+ * M = 8, 43.1 vs 51.4 at M = 16, so the cut stays); rung 04 (register-fed)
  * for short, many rows, K <= TINFER_GEMV_BF16_SHORT_K and N >= TINFER_GEMV_BF16_WIDE_N
  * (SmolLM2 LM head 49152 x 576: 18.6 vs 26.1 us at M = 1: 05's 256-wide K tiles leave a 576
  * row only three, mostly empty pipeline stages); rung 05 everywhere else. */
