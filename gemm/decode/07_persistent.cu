@@ -58,17 +58,6 @@
 #define G07_KT 256 /* k per stage: 8 warps x one 32-wide chunk */
 #define G07_KG (G07_KT / 8)
 
-/* Programmatic dependent launch (sm_90); both are no-ops when the launch did not ask for it. */
-static __device__ __forceinline__ void g07_pdl_wait(void) {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-static __device__ __forceinline__ void g07_pdl_trigger(void) {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 static __device__ __forceinline__ int g07_swz(int q, int r) { return q ^ ((r & 1) << 2); }
 
@@ -108,7 +97,7 @@ static __global__ void __launch_bounds__(G07_WARPS * 32) gemv07_kernel(tinfer_ge
 #if __CUDA_ARCH__ >= 800
     if (evict_first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
 #endif
-    g07_pdl_trigger();
+    tdec::pdl_launch_dependents(); /* no-op when the launch did not ask for PDL */
 
     /* W tile of flattened iteration i into stage st. */
     auto load_w = [&](int st, int i) {
@@ -161,7 +150,7 @@ static __global__ void __launch_bounds__(G07_WARPS * 32) gemv07_kernel(tinfer_ge
         if (s < n_it) load_w(s, s);
         tdec::cp_async_commit();
     }
-    g07_pdl_wait();
+    tdec::pdl_wait();
     if (XRES) {
         const int kg = (int)(a.K / 8);
         for (int idx = tid; idx < mcount * kg; idx += G07_WARPS * 32) {
