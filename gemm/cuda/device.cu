@@ -30,6 +30,40 @@ extern "C" int tinfer_cuda_sync_debug(void) {
     return cached;
 }
 
+/* Cached per device number below TINFER_FACTS_DEVICES; each slot is filled once and never
+ * changes (a benign race: two threads store the same values; `have` is set after the facts). */
+#define TINFER_FACTS_DEVICES 64
+extern "C" tinfer_status tinfer_cuda_current_facts(tinfer_cuda_facts *f, tinfer_err *err) {
+    static tinfer_cuda_facts cache[TINFER_FACTS_DEVICES];
+    static volatile int have[TINFER_FACTS_DEVICES];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return tinfer_err_set(err, TINFER_ERR_CUDA, "cannot query the current CUDA device");
+    }
+    if (dev >= 0 && dev < TINFER_FACTS_DEVICES && have[dev]) {
+        *f = cache[dev];
+        return TINFER_OK;
+    }
+    tinfer_cuda_facts d;
+    d.device = dev;
+    if (cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&d.n_sm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&d.smem_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&d.smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return tinfer_err_set(err, TINFER_ERR_CUDA, "cannot query CUDA device %d", dev);
+    }
+    if (dev >= 0 && dev < TINFER_FACTS_DEVICES) {
+        cache[dev] = d;
+        __sync_synchronize();
+        have[dev] = 1;
+    }
+    *f = d;
+    return TINFER_OK;
+}
+
 extern "C" tinfer_status tinfer_device_probe(int device, tinfer_device_info *info, tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     int n = 0;

@@ -26,6 +26,22 @@ typedef struct tinfer_device_info {
  * sm_XY" when the fatbinary has no image for the running architecture. */
 tinfer_status tinfer_device_probe(int device, tinfer_device_info *info, tinfer_err *err);
 
+/* What the kernel launchers ask of the current device on every call, read from the runtime once
+ * per device and cached (cudaDeviceGetAttribute is a driver call; a launcher that asked for
+ * five attributes per launch spent that on every decode step). */
+typedef struct tinfer_cuda_facts {
+    int device;
+    int cc_major;
+    int n_sm;
+    int smem_per_sm;          /* cudaDevAttrMaxSharedMemoryPerMultiprocessor */
+    int smem_per_block_optin; /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
+    int smem_reserved;        /* cudaDevAttrReservedSharedMemoryPerBlock */
+} tinfer_cuda_facts;
+
+/* Facts of the current device (cudaGetDevice). TINFER_ERR_CUDA with a one-line message when the
+ * runtime cannot say; the error is cleared from the runtime. */
+tinfer_status tinfer_cuda_current_facts(tinfer_cuda_facts *f, tinfer_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -102,6 +102,7 @@
  *   TINFER_GEMV05_STAGES=3..6 force the X-staged kernel's stage count (unset: the rule above).
  */
 #include "gemm/cuda/cuda_check.h"
+#include "gemm/cuda/device.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -333,44 +334,12 @@ static const g05_switches *g05_get_switches(void) {
     return &sw;
 }
 
-/* Per-device facts the launch needs (cached; devices numbered below 64). */
-typedef struct g05_dev {
-    int major, smem_sm, smem_reserved;
-} g05_dev;
-static tinfer_status g05_device(g05_dev *out, int *dev_out, tinfer_err *err) {
-    static g05_dev cache[64];
-    static int have[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return tinfer_err_set(err, TINFER_ERR_CUDA, "gemv_bf16 05: cannot query the device");
-    }
-    if (dev < 0 || dev >= 64 || !have[dev]) {
-        g05_dev d;
-        if (cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&d.smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&d.smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return tinfer_err_set(err, TINFER_ERR_CUDA, "gemv_bf16 05: cannot query device %d", dev);
-        }
-        if (dev >= 0 && dev < 64) {
-            cache[dev] = d;
-            have[dev] = 1;
-        }
-        *out = d;
-    } else {
-        *out = cache[dev];
-    }
-    *dev_out = dev;
-    return TINFER_OK;
-}
-
 /* Stages of the X-staged kernel with xr token rows: the most (6..3) that keep G05_BLOCKS_PER_SM
  * blocks on an SM (each block also costs the runtime's reserved shared memory). Unstaged and
  * SwiGLU kernels keep G05_STAGES. */
-static int g05_auto_stages(const g05_dev *d, int xr) {
+static int g05_auto_stages(const tinfer_cuda_facts *d, int xr) {
     for (int st = G05_STAGES; st > 3; st--)
-        if ((size_t)G05_BLOCKS_PER_SM * (g05_smem(st, 16, xr) + (size_t)d->smem_reserved) <= (size_t)d->smem_sm) return st;
+        if ((size_t)G05_BLOCKS_PER_SM * (g05_smem(st, 16, xr) + (size_t)d->smem_reserved) <= (size_t)d->smem_per_sm) return st;
     return 3;
 }
 
@@ -452,17 +421,17 @@ static tinfer_status gemv05_staged(const tinfer_gemm_bf16_args *a, cudaStream_t 
 template <int KS>
 static tinfer_status gemv05_run(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_gemv05_info *info, tinfer_err *err) {
     const g05_switches *sw = g05_get_switches();
-    g05_dev d;
-    int dev = 0;
-    tinfer_status st = g05_device(&d, &dev, err);
+    tinfer_cuda_facts d;
+    tinfer_status st = tinfer_cuda_current_facts(&d, err);
     if (st != TINFER_OK) return st;
+    const int dev = d.device;
     if (sw->pdl == -2 || sw->xstage_min_m == -2 || sw->stages == -2 || sw->prefetch == -2)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
                               "gemv_bf16 05: TINFER_GEMV_PDL must be 0..4, TINFER_GEMV05_XSTAGE 0..2, "
                               "TINFER_GEMV05_STAGES 3..6, TINFER_GEMV05_PREFETCH 0..4096");
-    if (KS > 1 && d.major < 9)
-        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", d.major);
-    const int pdl = d.major >= 9 ? sw->pdl : 0; /* griddepcontrol is sm_90 */
+    if (KS > 1 && d.cc_major < 9)
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", d.cc_major);
+    const int pdl = d.cc_major >= 9 ? sw->pdl : 0; /* griddepcontrol is sm_90 */
     const bool one_tile = a->M <= 8;
     if (a->swiglu)
         return one_tile ? gemv05_launch<1, true, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err)

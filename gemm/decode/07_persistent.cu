@@ -48,6 +48,7 @@
  * Hence the dispatcher does not use this rung (bf16.h).
  */
 #include "gemm/cuda/cuda_check.h"
+#include "gemm/cuda/device.h"
 #include "gemm/decode/gemv_bf16_internal.h"
 #include "gemm/decode/ptx.cuh"
 #include "gemm/tc/bf16_epi.cuh"
@@ -336,15 +337,10 @@ static tinfer_status gemv07_by_x(const tinfer_gemm_bf16_args *a, const tinfer_ge
 
 tinfer_status tinfer_gemv_bf16_persistent_cfg(const tinfer_gemm_bf16_args *a, const tinfer_gemv07_cfg *cfg,
                                               cudaStream_t s, tinfer_err *err) {
-    int dev = 0, n_sm = 0, major = 0, smem_optin = 0, smem_sm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return tinfer_err_set(err, TINFER_ERR_CUDA, "gemv_bf16 07: cannot query the device");
-    }
+    tinfer_cuda_facts f;
+    const tinfer_status fs = tinfer_cuda_current_facts(&f, err);
+    if (fs != TINFER_OK) return fs;
+    const int dev = f.device, n_sm = f.n_sm, major = f.cc_major, smem_optin = f.smem_per_block_optin, smem_sm = f.smem_per_sm;
     if (major < 8)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 07: needs sm_80+ (device is sm_%d*)", major);
     /* tokens per pass: the fewest n8 tiles that hold M, capped by cfg (and 32 with SwiGLU) */

@@ -80,6 +80,7 @@
  *    448 k-tiles in series; that is where split-K (not done) is needed.
  */
 #include "gemm/cuda/cuda_check.h"
+#include "gemm/cuda/device.h"
 #include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 
@@ -402,9 +403,8 @@ static int64_t ms_tiles(int c, int64_t M, int64_t nout, int swiglu) {
     return ((M + ms_bm[c] - 1) / ms_bm[c]) * ((nout + bn - 1) / bn);
 }
 
-/* Per-device facts read once (16 devices per host at most): SM count, compute capability major,
- * and whether the > 48 KB dynamic shared memory attributes were set. */
-static int ms_dev_sms[16], ms_dev_major[16], ms_dev_attr[16];
+/* Whether the > 48 KB dynamic shared memory attributes were set, per device (16 at most). */
+static int ms_dev_attr[16];
 
 /* One config, one split: grid (tile columns * CS, tile rows); CS > 1 launches clusters of CS
  * blocks along x. Shared memory: the ring, or the partial tile when that is larger (cfg 2). */
@@ -472,19 +472,9 @@ static int ms_pick_split(int cfg, int64_t tiles, int64_t K, int n_sm) {
 tinfer_status tinfer_gemm_bf16_mma_split(const tinfer_gemm_bf16_args *a, int32_t cfg, int32_t cs,
                                          cudaStream_t s, tinfer_err *err) {
     tinfer_status status = TINFER_OK;
-    int dev = 0, n_sm = 0, major = 0;
-    TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
-    if (dev >= 0 && dev < 16 && ms_dev_sms[dev]) {
-        n_sm = ms_dev_sms[dev];
-        major = ms_dev_major[dev];
-    } else {
-        TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
-        TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-        if (dev >= 0 && dev < 16) {
-            ms_dev_sms[dev] = n_sm;
-            ms_dev_major[dev] = major;
-        }
-    }
+    tinfer_cuda_facts f;
+    if ((status = tinfer_cuda_current_facts(&f, err)) != TINFER_OK) return status;
+    const int dev = f.device, n_sm = f.n_sm, major = f.cc_major;
     if (cfg < TINFER_GEMM_BF16_MMA_CFG_AUTO || cfg > 2)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
                               "gemm_bf16 mma_sync: unknown tile config %d", (int)cfg);

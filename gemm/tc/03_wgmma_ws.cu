@@ -64,6 +64,7 @@
  * phase 1 of stages whose phase 0 had not completed (fixed by the ordered mainloops).
  */
 #include "gemm/cuda/cuda_check.h"
+#include "gemm/cuda/device.h"
 #include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 
@@ -221,23 +222,44 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
                                                      int lane) {
     constexpr int NACC = BN / 2;
     const int g = lane / 4, t = lane % 4;
-    if (EPI == 0 && lines) {
-        /* Plain BF16 output in whole 128-byte lines: each 64-column piece of the warp's 16 rows
-         * goes through the warp's scratch (rows 144 B apart: the paired 4-byte writes of lanes
-         * (g, t) hit banks 4g + t + 4q, all different; 16-byte reads of 8 lanes cover one row's
-         * 128 B), then every lane stores 16 B, so a warp store writes 4 whole lines instead of
-         * 8 rows x 16 B. lines = 1: a whole tile; 2: an edge tile, each 16-byte piece stored
+    if (lines && !e.R) {
+        /* BF16 output in whole 128-byte lines (plain, bias, SwiGLU): bias and SwiGLU are applied
+         * in the registers (a thread holds gate column c and up column c + BN / 2 of a row:
+         * register i and i + NACC / 2), then each 64-column piece of the warp's 16 output rows
+         * goes through the warp's scratch as BF16 (rows 144 B apart: the paired 4-byte writes of
+         * lanes (g, t) hit banks 4g + t + 4q, all different; 16-byte reads of 8 lanes cover one
+         * row's 128 B) and every lane stores 16 B, so a warp store writes 4 whole lines instead
+         * of 8 rows x 16 B. lines = 1: a whole tile; 2: an edge tile, each 16-byte piece stored
          * when its row is < M and its 8 columns are < N' (N' % 8 == 0, so a piece is all in or
-         * all out). The caller checked that Y is 16-byte aligned, ldy % 8 == 0 and Y is BF16. */
+         * all out). The caller checked that Y is BF16, 16-byte aligned and ldy % 8 == 0. */
+        const int ow = e.sw ? BN / 2 : BN; /* output columns per tile */
         uint8_t *sb = (uint8_t *)scr;
-        const int64_t row0 = row_slab + 16 * warp, col0 = (int64_t)tn * BN;
+        const int64_t row0 = row_slab + 16 * warp, col0 = (int64_t)tn * ow;
 #pragma unroll
         for (int ch = 0; ch < BN / 64; ch++) {
+            if (ch * 64 >= ow) break;
 #pragma unroll
             for (int i = 32 * ch; i < 32 * ch + 32; i += 2) {
-                const int r = g + 8 * ((i >> 1) & 1), cb = (8 * (i >> 2) - 64 * ch + 2 * t) * 2;
-                *(uint32_t *)(sb + r * 144 + cb) =
-                    (uint32_t)tinfer_f2bf16(d[i]) | ((uint32_t)tinfer_f2bf16(d[i + 1]) << 16);
+                const int r = g + 8 * ((i >> 1) & 1), oc = 8 * (i >> 2) + 2 * t;
+                float v0 = d[i], v1 = d[i + 1];
+                if (EPI == 1) {
+                    const int64_t j = col0 + oc;
+                    if (e.bias) {
+                        v0 += j < e.nout ? tinfer_bf16f(e.bias[j]) : 0.f;
+                        v1 += j + 1 < e.nout ? tinfer_bf16f(e.bias[j + 1]) : 0.f;
+                    }
+                    if (e.sw) {
+                        float u0 = d[(i + NACC / 2) % NACC], u1 = d[(i + 1 + NACC / 2) % NACC];
+                        if (e.bias) {
+                            u0 += j < e.nout ? tinfer_bf16f(e.bias[e.F + j]) : 0.f;
+                            u1 += j + 1 < e.nout ? tinfer_bf16f(e.bias[e.F + j + 1]) : 0.f;
+                        }
+                        v0 = v0 / (1.0f + __expf(-v0)) * u0;
+                        v1 = v1 / (1.0f + __expf(-v1)) * u1;
+                    }
+                }
+                *(uint32_t *)(sb + r * 144 + (oc - 64 * ch) * 2) =
+                    (uint32_t)tinfer_f2bf16(v0) | ((uint32_t)tinfer_f2bf16(v1) << 16);
             }
             __syncwarp();
 #pragma unroll
@@ -246,6 +268,49 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
                 const uint4 v = *(const uint4 *)(sb + r * 144 + 16 * c);
                 if (lines == 1 || (row0 + r < e.M && col0 + 64 * ch + 8 * c < e.nout))
                     *(uint4 *)((uint16_t *)e.Y + (row0 + r) * e.ldy + col0 + 64 * ch + 8 * c) = v;
+            }
+            __syncwarp();
+        }
+        return;
+    }
+    if (EPI == 1 && lines && !e.sw) {
+        /* BF16 output + residual (and bias) in 64-byte row pieces: acc + bias goes to the scratch
+         * in FP32, 32 columns at a time (rows 144 B apart), then each lane takes 8 consecutive
+         * columns of a row: one 16-byte residual load, the add in FP32, one rounding, one 16-byte
+         * store (a warp store: 8 rows x 64 B, against one row per store on the general path).
+         * R may be Y: each 16-byte piece is read and then written by the same lane. The caller
+         * checked R's alignment like Y's. */
+        uint8_t *sb = (uint8_t *)scr;
+        const int64_t row0 = row_slab + 16 * warp, col0 = (int64_t)tn * BN;
+#pragma unroll
+        for (int pc = 0; pc < BN / 32; pc++) {
+#pragma unroll
+            for (int i = 16 * pc; i < 16 * pc + 16; i += 2) {
+                const int r = g + 8 * ((i >> 1) & 1), oc = 8 * (i >> 2) + 2 * t;
+                const int64_t j = col0 + oc;
+                float v0 = d[i], v1 = d[i + 1];
+                if (e.bias) {
+                    v0 += j < e.nout ? tinfer_bf16f(e.bias[j]) : 0.f;
+                    v1 += j + 1 < e.nout ? tinfer_bf16f(e.bias[j + 1]) : 0.f;
+                }
+                *(float2 *)(sb + r * 144 + (oc - 32 * pc) * 4) = make_float2(v0, v1);
+            }
+            __syncwarp();
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                const int k = lane + 32 * q, r = k / 4, c = k % 4;
+                const int64_t m = row0 + r, j = col0 + 32 * pc + 8 * c;
+                if (lines == 1 || (m < e.M && j < e.nout)) {
+                    const float4 a0 = *(const float4 *)(sb + r * 144 + 32 * c);
+                    const float4 a1 = *(const float4 *)(sb + r * 144 + 32 * c + 16);
+                    const uint4 rv = *(const uint4 *)((const uint16_t *)e.R + m * e.ldr + j);
+                    uint4 o;
+                    o.x = (uint32_t)tinfer_f2bf16(a0.x + tinfer_bf16_lo(rv.x)) | ((uint32_t)tinfer_f2bf16(a0.y + tinfer_bf16_hi(rv.x)) << 16);
+                    o.y = (uint32_t)tinfer_f2bf16(a0.z + tinfer_bf16_lo(rv.y)) | ((uint32_t)tinfer_f2bf16(a0.w + tinfer_bf16_hi(rv.y)) << 16);
+                    o.z = (uint32_t)tinfer_f2bf16(a1.x + tinfer_bf16_lo(rv.z)) | ((uint32_t)tinfer_f2bf16(a1.y + tinfer_bf16_hi(rv.z)) << 16);
+                    o.w = (uint32_t)tinfer_f2bf16(a1.z + tinfer_bf16_lo(rv.w)) | ((uint32_t)tinfer_f2bf16(a1.w + tinfer_bf16_hi(rv.w)) << 16);
+                    *(uint4 *)((uint16_t *)e.Y + m * e.ldy + j) = o;
+                }
             }
             __syncwarp();
         }
@@ -434,7 +499,7 @@ static __global__ void __launch_bounds__(384, 1)
                 asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
                 fence_acc(d);
                 if (tid == 0) mbar_arrive(&empty[prev]);
-                const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * WS_BN <= e.nout;
+                const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * (e.sw ? WS_BN / 2 : WS_BN) <= e.nout;
                 const bool whole = (flags & WS_F_VEC) && inside;
                 ws_store_slab<BN, EPI>(d, e, (int64_t)tm * WS_BM + 64 * c, tn, whole, lines_mode(inside), scr, warp, lane);
             }
@@ -485,7 +550,7 @@ static __global__ void __launch_bounds__(384, 1)
                 fence_acc(d0);
                 fence_acc(d1);
                 if (tid == 0) mbar_arrive(&empty[prev]);
-                const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * WS_BN <= e.nout;
+                const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * (e.sw ? WS_BN / 2 : WS_BN) <= e.nout;
                 const bool whole = (flags & WS_F_VEC) && inside;
                 ws_store_slab<BN, EPI>(d0, e, (int64_t)tm * WS_BM, tn, whole, lines_mode(inside), scr, warp, lane);
                 ws_store_slab<BN, EPI>(d1, e, (int64_t)tm * WS_BM + 64, tn, whole, lines_mode(inside), scr, warp, lane);
@@ -530,32 +595,57 @@ static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64
     return TINFER_OK;
 }
 
-/* A map depends only on (address, rows, K, ld), so a small per-thread cache of encoded maps is
- * always valid (a reused address with the same shape encodes to the same map) and keeps the
- * host cost of a launch to a lookup: each decode step calls the same few weights again. */
-#define WS_MAP_CACHE 16
+/* A map depends only on (address, rows, K, ld, box), so a per-thread cache of encoded maps is
+ * always valid (a reused address with the same shape encodes to the same map) and keeps the host
+ * cost of a launch to a lookup. Sized for a model: every weight of a 32-layer model with four
+ * projections (128 maps) plus its activation buffers stays cached, so decode and prefill steps
+ * never re-encode (a 16-entry cache missed on every call of a model's layer sequence).
+ * WS_MAP_SETS sets of WS_MAP_WAYS entries, round-robin within a set; allocated on a thread's
+ * first call (45 KB), freed at thread exit; without memory the maps are simply not cached.
+ * TINFER_GEMM_WGMMA_MAPCACHE=0 (read once) encodes every map on every call (for measurement). */
+#define WS_MAP_SETS 64
+#define WS_MAP_WAYS 4
 typedef struct ws_map_entry {
     const void *p;
     int64_t rows, K, ld;
     uint32_t box_rows;
     CUtensorMap map;
 } ws_map_entry;
-static thread_local ws_map_entry ws_cache[WS_MAP_CACHE];
-static thread_local int ws_cache_next = 0;
+struct WsMapCache {
+    ws_map_entry *e = nullptr;
+    uint8_t next[WS_MAP_SETS] = {};
+    ~WsMapCache() { free(e); }
+};
+static thread_local WsMapCache ws_cache;
+
+static bool ws_map_cache_on(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("TINFER_GEMM_WGMMA_MAPCACHE");
+        on = !(v && !strcmp(v, "0"));
+    }
+    return on != 0;
+}
 
 static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
                                  uint32_t box_rows, const char *what, tinfer_err *err) {
-    for (int i = 0; i < WS_MAP_CACHE; i++) {
-        const ws_map_entry &e = ws_cache[i];
+    WsMapCache &c = ws_cache;
+    if (!c.e && ws_map_cache_on()) c.e = (ws_map_entry *)calloc(WS_MAP_SETS * WS_MAP_WAYS, sizeof(ws_map_entry));
+    /* set index: the address bits above the 256-byte alignment cudaMalloc gives, mixed with the shape */
+    const uint64_t h = ((uint64_t)(uintptr_t)base >> 8) ^ ((uint64_t)(uintptr_t)base >> 20) ^ (uint64_t)rows ^ ((uint64_t)box_rows << 3);
+    ws_map_entry *set = c.e ? c.e + (h % WS_MAP_SETS) * WS_MAP_WAYS : nullptr;
+    for (int i = 0; set && i < WS_MAP_WAYS; i++) {
+        const ws_map_entry &e = set[i];
         if (e.p == base && e.rows == rows && e.K == K && e.ld == ld && e.box_rows == box_rows) {
             *map = e.map;
             return TINFER_OK;
         }
     }
     tinfer_status st = ws_encode_map(map, base, rows, K, ld, box_rows, what, err);
-    if (st != TINFER_OK) return st;
-    ws_map_entry &e = ws_cache[ws_cache_next];
-    ws_cache_next = (ws_cache_next + 1) % WS_MAP_CACHE;
+    if (st != TINFER_OK || !set) return st;
+    uint8_t &nx = c.next[h % WS_MAP_SETS];
+    ws_map_entry &e = set[nx];
+    nx = (uint8_t)((nx + 1) % WS_MAP_WAYS);
     e.p = base;
     e.rows = rows;
     e.K = K;
@@ -621,7 +711,8 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
         if (tiles > INT32_MAX / 2) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: too many tiles");
         const int grid = (int)(tiles < n_sm ? tiles : n_sm);
         int32_t flags = tinfer_bf16_epi_vec_ok(*a) ? WS_F_VEC : 0;
-        if (a->y_dtype == TINFER_DTYPE_BF16 && (uintptr_t)a->Y % 16 == 0 && a->ldy % 8 == 0 && ws_lines_on())
+        if (a->y_dtype == TINFER_DTYPE_BF16 && (uintptr_t)a->Y % 16 == 0 && a->ldy % 8 == 0 &&
+            (!a->R || ((uintptr_t)a->R % 16 == 0 && a->ldr % 8 == 0)) && ws_lines_on())
             flags |= WS_F_LINES | (nout % 8 == 0 ? WS_F_N8 : 0);
         if (plain) wgmma_ws_kernel<BN, 0, PP><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, flags);
         else wgmma_ws_kernel<BN, 1, PP><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, flags);
@@ -632,22 +723,10 @@ cleanup:
 }
 
 tinfer_status tinfer_gemm_bf16_wgmma_ws_cfg(const tinfer_gemm_bf16_args *a, int32_t cfg, cudaStream_t s, tinfer_err *err) {
-    tinfer_status status = TINFER_OK;
-    int dev = 0, major = 0, n_sm = 0;
-    /* per-device (compute capability major, SM count), read once: 16 devices per host at most */
-    static int dev_major[16], dev_sms[16];
-    TINFER_CUDA_TRY(err, cudaGetDevice(&dev));
-    if (dev < 0 || dev >= 16 || !dev_sms[dev]) {
-        TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-        TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
-        if (dev >= 0 && dev < 16) {
-            dev_major[dev] = major;
-            dev_sms[dev] = n_sm;
-        }
-    } else {
-        major = dev_major[dev];
-        n_sm = dev_sms[dev];
-    }
+    tinfer_cuda_facts f;
+    const tinfer_status fs = tinfer_cuda_current_facts(&f, err);
+    if (fs != TINFER_OK) return fs;
+    const int dev = f.device, major = f.cc_major, n_sm = f.n_sm;
     if (major != 9)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90 (device %d is sm_%d*)", dev, major);
     if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)
@@ -659,8 +738,6 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_cfg(const tinfer_gemm_bf16_args *a, int3
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128) return ws_launch<128, true>(a, dev, n_sm, s, err);
     return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tile config %d (256, 128 or %d for ping-pong 128)",
                           (int)cfg, TINFER_GEMM_BF16_WGMMA_CFG_PP128);
-cleanup:
-    return status;
 }
 
 tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {

@@ -17,6 +17,7 @@
  * explicit path argument overrides the path (the rung switch still applies to the GEMM path).
  */
 #include "gemm/bf16.h"
+#include "gemm/cuda/device.h"
 #include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 
@@ -95,18 +96,12 @@ static int gemm_force(void) {
     return cached;
 }
 
-/* Compute capability major and SM count of the current device (0, 0 if unknown). */
+/* Compute capability major and SM count of the current device (0, 0 if unknown; cached). */
 static void device_info(int *major, int *n_sm) {
-    int dev = 0;
-    *major = 0;
-    *n_sm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(n_sm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        *major = 0;
-        *n_sm = 0;
-    }
+    tinfer_cuda_facts f;
+    const bool ok = tinfer_cuda_current_facts(&f, NULL) == TINFER_OK;
+    *major = ok ? f.cc_major : 0;
+    *n_sm = ok ? f.n_sm : 0;
 }
 
 static bool device_is_sm90(void) {

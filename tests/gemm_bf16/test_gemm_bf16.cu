@@ -472,6 +472,11 @@ int main(int argc, char **argv) {
         {200, 1000, 64, BF, 0, 0, 0, 1}, {128, 256, 64, BF, 0, 0, 0, 1}, {300, 1004, 72, BF, 0, 0, 0, 1},
         {700, 9000, 8, BF, 0, 0, 0, 1},  {2100, 4104, 1000, BF, 0, 0, 0, 1}, {2048, 4096, 1024, BF, 0, 0, 0, 1},
         {129, 257, 72, F, 1, 0, 0, 1},   {200, 2 * 300, 576, BF, 1, 1, 1, 1},
+        /* fused epilogues into aligned BF16 rows (rung 03 stores them in whole lines too): bias,
+         * SwiGLU with and without bias, residual with and without bias; N' % 8 == 0 or not */
+        {300, 1000, 136, BF, 1, 0, 0, 1}, {300, 2 * 1000, 136, BF, 1, 0, 1, 1}, {300, 2 * 1004, 72, BF, 0, 0, 1, 1},
+        {300, 1000, 200, BF, 1, 1, 0, 1}, {260, 1004, 64, BF, 0, 1, 0, 1},      {2048, 2 * 1536, 576, BF, 0, 0, 1, 1},
+        {1000, 4096, 1024, BF, 0, 1, 0, 1},
     };
     for (const auto &c : pcases) {
         if (gemv_only) break;
