@@ -118,13 +118,29 @@ typedef enum tinfer_gemm_bf16_path {
  * 32 picks a width within 2% of the faster one on 27 of 28 shapes with stream timing, 26 with
  * graph timing (0 and 16 the same; 48 and 64 one fewer: Llama gate/up at M = 512, 189 vs 176 us). */
 #define TINFER_GEMM_BF16_WGMMA_TILE_FIXED 32
+/* Rung 03's split-K (tinfer_gemm_bf16_wgmma_pick_split in gemm/tc/03_wgmma_ws.cu): considered when
+ * the picked width's tiles x SPLIT_FILL_DIV <= SMs; 128 x 256 tiles up to M = SPLIT_WIDE_MAX_M,
+ * 128 x 128 above; the largest factor whose clusters all fit, >= SPLIT_MIN_KB k-blocks per CTA.
+ * From the forced sweep (gemm/NOTES.md "Split-K in rung 03", H200 2026-12-02, us; co-resident
+ * clusters of 2..8 CTAs: 66 39 30 22 17 15 15): Llama-3-8B down M = 16 / 64: 256 x 6 40.2 / 40.7
+ * (best forced 256 x 4 38.7 / 39.7; 128-wide at best 54.3 / 46.9); down M = 128: 128 x 3 39.8 (best;
+ * 256 x 6 45.6); QKV M = 16 / 64: 256 x 4 22.9 / 22.9 (best 256 x 3 22.4 / 22.0); QKV M = 128:
+ * 128 x 2 20.4 (best; 256 x 3 25.9). At M <= 64 only one consumer computes and the weight stream
+ * is the cost; at M = 128 the 128-wide tile halves the tensor-core time per CTA. */
+#define TINFER_GEMM_BF16_WGMMA_SPLIT_FILL_DIV 2
+#define TINFER_GEMM_BF16_WGMMA_SPLIT_WIDE_MAX_M 64
+#define TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB 2
+/* Short rows are not split: at K = 576 (9 k-blocks) no factor beat the unsplit 128 x 128 tile on
+ * the SmolLM2 shapes at M = 16-512 (same sweep: gate/up M = 128 8.9 us unsplit, 9.3-9.5 split);
+ * at K = 1536 the split gained (down M = 512 15.8 -> 11.5 us). */
+#define TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K 1024
 /* When the 128 x 256 tiles are too few (the FILL_DIV rule above), rung 04 (split-K mma.sync) takes
- * the shape only for K <= TINFER_GEMM_BF16_SPLIT_MAX_K or M <= TINFER_GEMM_BF16_SPLIT_LONG_K_MAX_M;
- * longer K at larger M goes to rung 03 with 128 x 128 tiles. Same sweep: Llama-3-8B at M = 128,
- * QKV 25.5 us (rung 03) vs 34.6 (rung 04), down 72.0 vs 78.3; SmolLM2 (K <= 1536) at M = 128 / 512
- * rung 04 stays ahead (down 7.7 vs 13.9 us, QKV 9.2 vs 9.8). */
+ * the shape only for K <= TINFER_GEMM_BF16_SPLIT_MAX_K; longer K goes to rung 03, which splits K
+ * itself. Rung 03's split sweep (gemm/NOTES.md "Split-K in rung 03"): Llama-3-8B down M = 32 / 64
+ * / 128 / 512 41 / 42 / 45 / 94 us against rung 04's 54 / 60 / 72 / 186, QKV M = 16-64 23 vs 24-25;
+ * SmolLM2 (K <= 1536) at M = 128 / 512 rung 04 stays ahead or level (down 7.6 vs 11.2 us, QKV
+ * 6.6 vs 8.7). Before rung 03 could split, rung 04 also took long K up to M = 64. */
 #define TINFER_GEMM_BF16_SPLIT_MAX_K 2048
-#define TINFER_GEMM_BF16_SPLIT_LONG_K_MAX_M 64
 /* Since rung 03 stores plain BF16 tiles in whole lines (H200 2026-12-02 18:45 UTC, gemm/NOTES.md
  * "Whole-line epilogue"), short rows (K <= TINFER_GEMM_BF16_SPLIT_SHORT_K) stay on rung 04 only
  * for at most TINFER_GEMM_BF16_SPLIT_SHORT_K_MAX_TILES tiles of 128 x 256: SmolLM2 at M = 128
@@ -142,8 +158,12 @@ typedef enum tinfer_gemm_bf16_path {
  * at M = 64 it still won on the SmolLM2 shapes up to 3.5 MB against wgmma, but not against the
  * split-K rung 04 that now takes those shapes (rung 04 forced vs the GEMV at M = 64, split-K run
  * in gemm/NOTES.md: gate/up 7.4 vs 10.9 us, down 6.6 vs 7.8, QKV 5.7 vs 5.6, O 5.5 vs 5.3; at
- * M = 32 the GEMV still wins or ties: gate/up 6.9 vs 7.0, QKV 5.0 vs 5.5). Hence 32. */
-#define TINFER_GEMM_BF16_GEMV_MAX_M 16
+ * M = 32 the GEMV still wins or ties: gate/up 6.9 vs 7.0, QKV 5.0 vs 5.5). Hence 32.
+ * GEMV_MAX_M: 8 since rung 03 splits K (session 3 sweep, gemm/NOTES.md "Split-K in rung 03"): at
+ * M = 16 the GEMV's 16-token pass (3 stages) lost to the split wgmma kernel on the large weights:
+ * Llama-3-8B gate/up 80.1 vs 71.7 us, down 43.3 vs 40.2, SmolLM2 LM head 28.7 vs 22.9; QKV 22.0
+ * vs 22.9. Up to M = 8 the GEMV stays within 7% of its M = 1 time. */
+#define TINFER_GEMM_BF16_GEMV_MAX_M 8
 #define TINFER_GEMM_BF16_SMALL_W_MAX_M 32
 #define TINFER_GEMM_BF16_SMALL_W_BYTES ((int64_t)8 << 20)
 

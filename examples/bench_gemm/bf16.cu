@@ -13,7 +13,9 @@
  * of all), splitk (the split-K rung 04: Llama-3-8B QKV / down and the SmolLM2 shapes at M = 32..2048,
  * "auto", rung 04's own pick and each tile config x split factor forced, rung 02, wgmma, cuBLAS
  * and cublasLt; not part of all), decode (rung 07 and its launch configurations vs rungs 04-06, the dispatcher and
- * cuBLAS at M = 1..64; not part of all), all (default: ladder, square, model).
+ * cuBLAS at M = 1..64; not part of all), wsplit (rung 03's split-K: each tile width x split
+ * factor forced at M = 16..2048 where tiles are few, vs its own pick, rung 04, the dispatcher, cuBLAS
+ * and cublasLt; not part of all), all (default: ladder, square, model).
  * Method (METHOD.md): inputs are random BF16 (never zeros), each kernel's output is checked
  * against cuBLAS's before timing (normalized difference printed), warm-up, then 7 batches of
  * launches timed with events, median batch. Weights and activations rotate over enough copies
@@ -244,6 +246,11 @@ static const char *kname(int k) {
     case 21: return "auto_swiglu";
     case 22: return "auto_residual";
     }
+    if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 * split factor + (1: 128 x 256) */
+        static char nb[32];
+        snprintf(nb, sizeof nb, "wg%d_k%d", k % 10 ? 256 : 128, (k - 200) / 10);
+        return nb;
+    }
     if (k >= 100 && k < 130) { /* rung 04 forced: 100 + 10 * tile config + split factor */
         static const char *nm[3][9] = {
             {"", "", "split64x64/2", "", "split64x64/4", "", "", "", "split64x64/8"},
@@ -337,6 +344,11 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_wgmma_ws_cfg(&a, cfg, g_s, &err);
             }
             else if (k == 40) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_MMA_SPLITK, &a, g_s, &err);
+            else if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 x split factor + (1: 128 x 256) */
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                const int32_t cfg = k % 10 ? TINFER_GEMM_BF16_WGMMA_CFG_256 : TINFER_GEMM_BF16_WGMMA_CFG_128;
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_wgmma_ws_split(&a, cfg, (k - 200) / 10, g_s, &err);
+            }
             else if (k >= 100 && k < 130) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_mma_split(&a, (k - 100) / 10, k % 10, g_s, &err);
@@ -467,7 +479,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--graph")) g_graph = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma] [--json F] [--png PREFIX] [--quick] [--graph] [--only SHAPE:M[,...]]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit] [--json F] [--png PREFIX] [--quick] [--graph] [--only SHAPE:M[,...]]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -599,6 +611,35 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 if (strstr(s.n, "gateup")) ks.push_back(21);
                 if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
                 bench_shape(rs, "splitk", s.n, M, s.N, s.K, ks);
+            }
+    }
+    if (!strcmp(set, "wsplit")) {
+        printf("co-resident clusters of rung 03's split kernel (cudaOccupancyMaxActiveClusters), factor 2..8:\n");
+        for (int cfg : {128, 256}) {
+            printf("  128 x %d:", cfg);
+            for (int f = 2; f <= 8; f++) {
+                int32_t n = -1;
+                tinfer_err e;
+                if (tinfer_gemm_bf16_wgmma_max_clusters(cfg, f, &n, &e) != TINFER_OK) printf(" (%s)", e.msg);
+                printf(" %d", (int)n);
+            }
+            printf("\n");
+        }
+        /* rung 03's split-K: each tile width x split factor forced (one wave: tiles x factor <=
+         * SMs) against its own pick, rung 04, the dispatcher and both references, where tiles are few */
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"smol_qkv", 960, 576},   {"smol_o", 576, 576},        {"smol_gateup", 3072, 576},
+            {"smol_down", 576, 1536}, {"smol_lmhead", 49152, 576}, {"llama_qkv", 6144, 4096},
+            {"llama_gateup", 28672, 4096}, {"llama_down", 4096, 14336}};
+        for (const auto &s : ms)
+            for (int64_t M : {16, 32, 64, 128, 512, 2048}) {
+                std::vector<int> ks = {0, 9, 20, 13, 40};
+                for (int bn : {128, 256}) {
+                    const int64_t tiles = ((M + 127) / 128) * ((s.N + bn - 1) / bn);
+                    for (int f : {1, 2, 3, 4, 6, 8})
+                        if (f == 1 || tiles * f <= prop.multiProcessorCount) ks.push_back(200 + 10 * f + (bn == 256));
+                }
+                bench_shape(rs, "wsplit", s.n, M, s.N, s.K, ks);
             }
     }
     if (json) write_json(json, rs, prop.name);

@@ -29,6 +29,11 @@
  *    whole 128 x 128 tiles (the CTA's even / odd ones, two m64n128k16 per k16 step) and the two
  *    consumers' mainloops alternate through a pair of mbarriers, so one's epilogue runs under
  *    the other's wgmmas.
+ *  - Split-K (SPLIT instantiation; picked for few tiles and K >= 1024, tinfer_gemm_bf16_wgmma_pick_split):
+ *    a cluster of 2..8 CTAs shares one tile, each over its share of the k-blocks; partial sums
+ *    meet over distributed shared memory, each 16-row warp unit finished by one rank (details at
+ *    the kernel). No tile loop in that instantiation: with one, ptxas serialized the wgmmas
+ *    (C7515) and the persistent kernel lost ~14% on large shapes (gemm/NOTES.md, run 2).
  * Ragged M / N / K: TMA zero-fills out-of-range rows and K columns (the full box still counts
  * toward the barrier's transaction bytes); the epilogue skips rows >= M and columns >= N'.
  * Constraints: K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0, X and W 16-byte aligned (TMA stride
@@ -131,6 +136,26 @@ static __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap 
                  " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_u32(dst)),
                  "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
                  : "memory");
+}
+/* Cluster barrier of split-K (every thread of every CTA of the cluster arrives; not .aligned:
+ * the producer warp arrives with its lanes diverged). Release / acquire order the partial sums
+ * written to shared memory before it against the peers' DSMEM reads after it. */
+static __device__ __forceinline__ void cluster_sync_all(void) {
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+/* The same shared-memory offset in cluster CTA `rank` (mapa), read as 16 bytes over DSMEM. */
+static __device__ __forceinline__ uint32_t cluster_map(const void *p, uint32_t rank) {
+    uint32_t r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
+    return r;
+}
+static __device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr) {
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
 }
 /* K-major, 128-byte swizzle descriptor (§2): LBO unused (1), SBO = 1024 B (8 rows x 128 B). */
 static __device__ __forceinline__ uint64_t wgmma_desc(const void *p) {
@@ -404,13 +429,17 @@ static __device__ __forceinline__ void ws_tile_coords(int32_t tile, int32_t tile
  * epilogue. PP (BN = 128 only): ping-pong consumers — each consumer warpgroup computes whole
  * 128 x 128 tiles of its own (the CTA's even / odd tiles), so one's epilogue runs while the
  * other's wgmmas keep the tensor cores busy; without PP both consumers share each tile (64 rows
- * each) and the tensor cores idle during the epilogue. */
-template <int BN, int EPI, bool PP>
+ * each) and the tensor cores idle during the epilogue. SPLIT (not with PP): split-K, one tile per
+ * CTA, a cluster of ksplit CTAs per tile (the persistent kernel is the !SPLIT instantiation,
+ * untouched by the split code). */
+template <int BN, int EPI, bool PP, bool SPLIT>
 static __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
-                    tinfer_gemm_bf16_args a, int32_t tiles_m, int32_t tiles_n, int32_t kblocks, int32_t flags) {
+                    tinfer_gemm_bf16_args a, int32_t tiles_m, int32_t tiles_n, int32_t kblocks, int32_t flags,
+                    int32_t ksplit) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     static_assert(!PP || BN == 128, "ping-pong tiles are 128 x 128 (128 accumulators per thread)");
+    static_assert(!(PP && SPLIT), "no split-K with ping-pong consumers");
     using G = WsGeo<BN>;
     constexpr int WS_STAGES = G::STAGES, WS_STAGE_BYTES = G::STAGE_BYTES, WS_B_BYTES = G::B_BYTES;
     constexpr int WS_BN = BN;
@@ -422,6 +451,12 @@ static __global__ void __launch_bounds__(384, 1)
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
     const int32_t tiles = tiles_m * tiles_n;
     const int64_t F = a.N / 2;
+    /* SPLIT: a cluster of ksplit CTAs along x shares tile blockIdx.x / ksplit, CTA rank r taking
+     * k-blocks [kb0, kb1) (the launcher makes every share non-empty). */
+    const int32_t rank = SPLIT ? (int32_t)(blockIdx.x % ksplit) : 0;
+    const int32_t tile0 = SPLIT ? (int32_t)(blockIdx.x / ksplit) : (int32_t)blockIdx.x;
+    const int32_t kper = SPLIT ? (kblocks + ksplit - 1) / ksplit : kblocks;
+    const int32_t kb0 = rank * kper, kb1 = kb0 + kper < kblocks ? kb0 + kper : kblocks;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < WS_STAGES; s++) {
@@ -438,17 +473,23 @@ static __global__ void __launch_bounds__(384, 1)
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (tid != 0) return;
+        if (tid != 0) {
+            if (SPLIT) { /* the cluster barriers count every thread */
+                cluster_sync_all();
+                cluster_sync_all();
+            }
+            return;
+        }
         /* Stages are filled in the order the CTA's tiles are numbered; with PP consecutive tiles
          * belong to alternate consumers, which therefore find their stages in the same order. */
         uint32_t it = 0;
-        for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        for (int32_t tile = tile0; tile < tiles; tile += SPLIT ? tiles : (int32_t)gridDim.x) {
             int32_t tm, tn;
             ws_tile_coords(tile, tiles_m, tiles_n, tm, tn);
             const int32_t row_a = tm * WS_BM;
             const int32_t row_b0 = a.swiglu ? tn * (WS_BN / 2) : tn * WS_BN;
             const int32_t row_b1 = a.swiglu ? (int32_t)F + tn * (WS_BN / 2) : tn * WS_BN + WS_BN / 2;
-            for (int32_t kb = 0; kb < kblocks; kb++, it++) {
+            for (int32_t kb = kb0; kb < kb1; kb++, it++) {
                 const uint32_t s = it % WS_STAGES, ph = (it / WS_STAGES) & 1;
                 mbar_wait(&empty[s], ph ^ 1);
                 uint8_t *sa = smem + s * WS_STAGE_BYTES, *sb = sa + WS_A_BYTES;
@@ -457,6 +498,10 @@ static __global__ void __launch_bounds__(384, 1)
                 tma_load_2d(sb, &map_w, kb * WS_BK, row_b0, &full[s]);
                 tma_load_2d(sb + WS_B_BYTES / 2, &map_w, kb * WS_BK, row_b1, &full[s]);
             }
+        }
+        if (SPLIT) {
+            cluster_sync_all();
+            cluster_sync_all();
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -475,7 +520,7 @@ static __global__ void __launch_bounds__(384, 1)
         float(*scr)[16][33] = (float(*)[16][33])(smem + WS_STAGES * WS_STAGE_BYTES + 128 + (c * 4 + warp) * WS_SCR_WARP);
         /* whole-line stores: every whole tile; edge tiles too when N' % 8 == 0 */
         auto lines_mode = [&](bool inside) { return !(flags & WS_F_LINES) ? 0 : inside ? 1 : (flags & WS_F_N8) ? 2 : 0; };
-        if constexpr (!PP) {
+        if constexpr (!PP && !SPLIT) {
             float d[G::NACC];
             uint32_t it = 0;
             for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -499,6 +544,79 @@ static __global__ void __launch_bounds__(384, 1)
                 asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
                 fence_acc(d);
                 if (tid == 0) mbar_arrive(&empty[prev]);
+                const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * (e.sw ? WS_BN / 2 : WS_BN) <= e.nout;
+                const bool whole = (flags & WS_F_VEC) && inside;
+                ws_store_slab<BN, EPI>(d, e, (int64_t)tm * WS_BM + 64 * c, tn, whole, lines_mode(inside), scr, warp, lane);
+            }
+        } else if constexpr (SPLIT) {
+            /* Split-K: this CTA's one tile, k-blocks [kb0, kb1). A slab wholly below row M
+             * (M <= 64, or a ragged last row of tiles) computes nothing: its warpgroup only hands
+             * the stages back, so the other consumer's wgmmas have the tensor cores to themselves.
+             * No tile loop: nothing redefines the accumulators after the reduction below, so
+             * ptxas keeps the wgmmas pipelined (a loop around it serialized them: C7515). */
+            float d[G::NACC];
+            int32_t tm, tn;
+            ws_tile_coords(tile0, tiles_m, tiles_n, tm, tn);
+            const bool live = (int64_t)tm * WS_BM + 64 * c < a.M;
+            if (!live) {
+                for (int32_t kb = kb0, it = 0; kb < kb1; kb++, it++) {
+                    const uint32_t s = it % WS_STAGES, ph = (it / WS_STAGES) & 1;
+                    mbar_wait(&full[s], ph);
+                    if (tid == 0) mbar_arrive(&empty[s]);
+                }
+            } else {
+                uint32_t prev = 0;
+                fence_acc(d);
+                for (int32_t kb = kb0, it = 0; kb < kb1; kb++, it++) {
+                    const uint32_t s = it % WS_STAGES, ph = (it / WS_STAGES) & 1;
+                    mbar_wait(&full[s], ph);
+                    const uint8_t *sa = smem + s * WS_STAGE_BYTES + c * (64 * 128), *sb = smem + s * WS_STAGE_BYTES + WS_A_BYTES;
+                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+                    for (int kk = 0; kk < WS_BK / 16; kk++)
+                        wgmma_step<BN>(d, wgmma_desc(sa + kk * 32), wgmma_desc(sb + kk * 32), ((kb - kb0) | kk) != 0);
+                    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                    if (kb > kb0 && tid == 0) mbar_arrive(&empty[prev]);
+                    prev = s;
+                }
+                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                fence_acc(d);
+                if (tid == 0) mbar_arrive(&empty[prev]);
+            }
+            /* The tile's 8 warp units of 16 rows (u = 4c + warp) are finished by rank
+             * u % ksplit. Every other rank leaves its partial sums for that unit in its own stage
+             * area (idle now: both consumers' wgmmas are done after the named barrier, and every
+             * TMA load of this CTA has landed), the cluster barrier publishes them, and the owner
+             * adds the peers' partials in rank order over DSMEM (deterministic) before its
+             * epilogue. A second barrier keeps every CTA's shared memory alive until the owners
+             * have read it. Units wholly below row M are skipped on both sides. */
+            asm volatile("bar.sync 1, 256;" ::: "memory");
+            const int u = 4 * c + warp;
+            const bool unit_live = (int64_t)tm * WS_BM + 16 * u < a.M;
+            float4 *red = (float4 *)smem + (size_t)u * (G::NACC / 4) * 32 + lane;
+            const bool own = u % ksplit == rank;
+            if (unit_live && !own) {
+#pragma unroll
+                for (int j = 0; j < G::NACC / 4; j++) red[j * 32] = make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
+            }
+            cluster_sync_all();
+            if (unit_live && own) {
+                for (int32_t r = 0; r < ksplit; r++) {
+                    if (r == rank) continue;
+                    const uint32_t base = cluster_map(red, (uint32_t)r);
+#pragma unroll
+                    for (int j = 0; j < G::NACC / 4; j++) {
+                        const float4 v = ld_cluster_f4(base + j * 32 * 16);
+                        d[4 * j] += v.x;
+                        d[4 * j + 1] += v.y;
+                        d[4 * j + 2] += v.z;
+                        d[4 * j + 3] += v.w;
+                    }
+                }
+            }
+            cluster_sync_all();
+            if (unit_live && own) {
                 const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * (e.sw ? WS_BN / 2 : WS_BN) <= e.nout;
                 const bool whole = (flags & WS_F_VEC) && inside;
                 ws_store_slab<BN, EPI>(d, e, (int64_t)tm * WS_BM + 64 * c, tn, whole, lines_mode(inside), scr, warp, lane);
@@ -559,7 +677,7 @@ static __global__ void __launch_bounds__(384, 1)
     }
 #else
     /* Built for a target without wgmma (the portable PTX): never silently do nothing. */
-    (void)map_x; (void)map_w; (void)a; (void)tiles_m; (void)tiles_n; (void)kblocks; (void)flags;
+    (void)map_x; (void)map_w; (void)a; (void)tiles_m; (void)tiles_n; (void)kblocks; (void)flags; (void)ksplit;
     __trap();
 #endif
 }
@@ -595,6 +713,22 @@ static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64
     return TINFER_OK;
 }
 
+/* Measurement switches (environment, read once each; documented in README): a switch is off when
+ * its variable holds the "off" value. WS_SW_LINES: TINFER_GEMM_WGMMA_EPI=regs keeps the
+ * register-direct store of plain BF16 tiles instead of whole lines; WS_SW_MAPCACHE:
+ * TINFER_GEMM_WGMMA_MAPCACHE=0 encodes every tensor map on every call. */
+enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_COUNT };
+static bool ws_switch_on(int which) {
+    static int on[WS_SW_COUNT] = {-1, -1};
+    static const char *const name[WS_SW_COUNT] = {"TINFER_GEMM_WGMMA_EPI", "TINFER_GEMM_WGMMA_MAPCACHE"};
+    static const char *const off[WS_SW_COUNT] = {"regs", "0"};
+    if (on[which] < 0) {
+        const char *v = getenv(name[which]);
+        on[which] = !(v && !strcmp(v, off[which]));
+    }
+    return on[which] != 0;
+}
+
 /* A map depends only on (address, rows, K, ld, box), so a per-thread cache of encoded maps is
  * always valid (a reused address with the same shape encodes to the same map) and keeps the host
  * cost of a launch to a lookup. Sized for a model: every weight of a 32-layer model with four
@@ -602,7 +736,7 @@ static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64
  * never re-encode (a 16-entry cache missed on every call of a model's layer sequence).
  * WS_MAP_SETS sets of WS_MAP_WAYS entries, round-robin within a set; allocated on a thread's
  * first call (45 KB), freed at thread exit; without memory the maps are simply not cached.
- * TINFER_GEMM_WGMMA_MAPCACHE=0 (read once) encodes every map on every call (for measurement). */
+ * TINFER_GEMM_WGMMA_MAPCACHE=0 encodes every map on every call (for measurement). */
 #define WS_MAP_SETS 64
 #define WS_MAP_WAYS 4
 typedef struct ws_map_entry {
@@ -618,19 +752,10 @@ struct WsMapCache {
 };
 static thread_local WsMapCache ws_cache;
 
-static bool ws_map_cache_on(void) {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("TINFER_GEMM_WGMMA_MAPCACHE");
-        on = !(v && !strcmp(v, "0"));
-    }
-    return on != 0;
-}
-
 static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
                                  uint32_t box_rows, const char *what, tinfer_err *err) {
     WsMapCache &c = ws_cache;
-    if (!c.e && ws_map_cache_on()) c.e = (ws_map_entry *)calloc(WS_MAP_SETS * WS_MAP_WAYS, sizeof(ws_map_entry));
+    if (!c.e && ws_switch_on(WS_SW_MAPCACHE)) c.e = (ws_map_entry *)calloc(WS_MAP_SETS * WS_MAP_WAYS, sizeof(ws_map_entry));
     /* set index: the address bits above the 256-byte alignment cudaMalloc gives, mixed with the shape */
     const uint64_t h = ((uint64_t)(uintptr_t)base >> 8) ^ ((uint64_t)(uintptr_t)base >> 20) ^ (uint64_t)rows ^ ((uint64_t)box_rows << 3);
     ws_map_entry *set = c.e ? c.e + (h % WS_MAP_SETS) * WS_MAP_WAYS : nullptr;
@@ -677,19 +802,97 @@ int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu,
     return best;
 }
 
-/* TINFER_GEMM_WGMMA_EPI=regs (read once) keeps the register-direct store of plain BF16 tiles
- * instead of whole-line stores through the scratch (for measurement). */
-static bool ws_lines_on(void) {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("TINFER_GEMM_WGMMA_EPI");
-        on = !(v && !strcmp(v, "regs"));
+/* Tile width and split-K factor. The cfg rule's width and no split, unless its tiles are few
+ * (tiles x TINFER_GEMM_BF16_WGMMA_SPLIT_FILL_DIV <= SMs) and K >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K:
+ * then width 256 for M <= TINFER_GEMM_BF16_WGMMA_SPLIT_WIDE_MAX_M (one consumer computes, the
+ * weight stream is the cost; half the tiles leave room for larger clusters), else 128 (the
+ * tensor-core time per CTA halves), and the largest factor 2..8 whose clusters are all
+ * co-resident (tiles <= clusters[w][factor], the runtime's cudaOccupancyMaxActiveClusters; a
+ * cluster count that does not fit runs in two waves: Llama-3-8B down M = 128 with 32 clusters
+ * of 4 took 60 us against 40 with 3) with at least TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB k-blocks
+ * per CTA. The sweep behind it: bf16.h. */
+void tinfer_gemm_bf16_wgmma_pick_split(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm,
+                                       const int32_t clusters[2][9], int32_t *cfg, int32_t *ksplit) {
+    *cfg = tinfer_gemm_bf16_wgmma_pick_cfg(M, nout, swiglu, n_sm);
+    *ksplit = 1;
+    const int64_t tiles_m = (M + WS_BM - 1) / WS_BM, kblocks = (K + WS_BK - 1) / WS_BK;
+    const int64_t cols0 = swiglu ? *cfg / 2 : *cfg;
+    if (tiles_m * ((nout + cols0 - 1) / cols0) * TINFER_GEMM_BF16_WGMMA_SPLIT_FILL_DIV > n_sm ||
+        K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K)
+        return;
+    const int w = M <= TINFER_GEMM_BF16_WGMMA_SPLIT_WIDE_MAX_M ? 1 : 0;
+    const int32_t bn = w ? 256 : 128;
+    const int64_t cols = swiglu ? bn / 2 : bn, tiles = tiles_m * ((nout + cols - 1) / cols);
+    for (int32_t ks = 8; ks >= 2; ks--) {
+        const int64_t kper = (kblocks + ks - 1) / ks;
+        if ((kblocks + kper - 1) / kper == ks && kper >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB && tiles <= clusters[w][ks]) {
+            *cfg = bn;
+            *ksplit = ks;
+            return;
+        }
     }
-    return on != 0;
+}
+
+/* clusters[w][ks]: how many clusters of ks CTAs of the split kernel with tile width 128 << w can
+ * be resident at once (cudaOccupancyMaxActiveClusters; [w][1] = SMs), per device, queried once. */
+template <int BN> static cudaError_t ws_query_clusters(int32_t out[9], int n_sm) {
+    using G = WsGeo<BN>;
+    out[0] = 0;
+    out[1] = n_sm;
+    cudaError_t e = cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM);
+    for (int ks = 2; ks <= 8 && e == cudaSuccess; ks++) {
+        cudaLaunchConfig_t lc;
+        cudaLaunchAttribute attr[1];
+        memset(&lc, 0, sizeof lc);
+        lc.gridDim = dim3((unsigned)(ks * n_sm));
+        lc.blockDim = dim3(384);
+        lc.dynamicSmemBytes = (size_t)G::SMEM;
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = (unsigned)ks;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+        int n = 0;
+        e = cudaOccupancyMaxActiveClusters(&n, wgmma_ws_kernel<BN, 0, false, true>, &lc);
+        out[ks] = n;
+    }
+    return e;
+}
+static tinfer_status ws_clusters(int dev, int n_sm, const int32_t (**out)[9], tinfer_err *err) {
+    static int32_t table[16][2][9];
+    static volatile int have[16];
+    if (dev < 0 || dev >= 16) return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: device %d (16 at most)", dev);
+    if (!have[dev]) {
+        cudaError_t e = ws_query_clusters<128>(table[dev][0], n_sm);
+        if (e == cudaSuccess) e = ws_query_clusters<256>(table[dev][1], n_sm);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return tinfer_err_set(err, TINFER_ERR_CUDA, "gemm_bf16 wgmma: cluster occupancy query failed: %s", cudaGetErrorString(e));
+        }
+        __sync_synchronize();
+        have[dev] = 1;
+    }
+    *out = table[dev];
+    return TINFER_OK;
+}
+
+tinfer_status tinfer_gemm_bf16_wgmma_max_clusters(int32_t cfg, int32_t ksplit, int32_t *n, tinfer_err *err) {
+    tinfer_cuda_facts f;
+    const int32_t(*t)[9] = NULL;
+    tinfer_status st = tinfer_cuda_current_facts(&f, err);
+    if (st != TINFER_OK) return st;
+    if (f.cc_major != 9) return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90");
+    if ((cfg != 128 && cfg != 256) || ksplit < 1 || ksplit > 8)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: cfg %d / split %d", (int)cfg, (int)ksplit);
+    if ((st = ws_clusters(f.device, f.n_sm, &t, err)) != TINFER_OK) return st;
+    *n = t[cfg == 256][ksplit];
+    return TINFER_OK;
 }
 
 template <int BN, bool PP>
-static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm, cudaStream_t s, tinfer_err *err) {
+static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm, int32_t ksplit, cudaStream_t s,
+                               tinfer_err *err) {
     using G = WsGeo<BN>;
     tinfer_status status = TINFER_OK;
     CUtensorMap mx, mw;
@@ -698,8 +901,12 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
     if ((status = ws_make_map(&mx, a->X, a->M, a->K, a->ldx, WS_BM, "X", err)) != TINFER_OK) return status;
     if ((status = ws_make_map(&mw, a->W, a->N, a->K, a->ldw, BN / 2, "W", err)) != TINFER_OK) return status;
     if (smem_set_for != dev) {
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, PP>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1, PP>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, PP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1, PP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+        if (!PP) {
+            TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+            TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+        }
         smem_set_for = dev;
     }
     {
@@ -709,20 +916,47 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
         const int32_t kblocks = (int32_t)((a->K + WS_BK - 1) / WS_BK);
         const int64_t tiles = (int64_t)tiles_m * tiles_n;
         if (tiles > INT32_MAX / 2) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: too many tiles");
-        const int grid = (int)(tiles < n_sm ? tiles : n_sm);
+        /* split-K: every CTA of a cluster gets a non-empty share of the k-blocks */
+        if (ksplit > kblocks) ksplit = kblocks;
+        if (ksplit > 1) {
+            const int32_t kper = (kblocks + ksplit - 1) / ksplit;
+            ksplit = (kblocks + kper - 1) / kper;
+        }
+        if (ksplit > 1 && tiles * ksplit > INT32_MAX / 2) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: too many tiles");
+        const int grid = ksplit > 1 ? (int)(tiles * ksplit) : (int)(tiles < n_sm ? tiles : n_sm);
         int32_t flags = tinfer_bf16_epi_vec_ok(*a) ? WS_F_VEC : 0;
         if (a->y_dtype == TINFER_DTYPE_BF16 && (uintptr_t)a->Y % 16 == 0 && a->ldy % 8 == 0 &&
-            (!a->R || ((uintptr_t)a->R % 16 == 0 && a->ldr % 8 == 0)) && ws_lines_on())
+            (!a->R || ((uintptr_t)a->R % 16 == 0 && a->ldr % 8 == 0)) && ws_switch_on(WS_SW_LINES))
             flags |= WS_F_LINES | (nout % 8 == 0 ? WS_F_N8 : 0);
-        if (plain) wgmma_ws_kernel<BN, 0, PP><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, flags);
-        else wgmma_ws_kernel<BN, 1, PP><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, flags);
+        if (ksplit > 1) {
+            cudaLaunchConfig_t lc;
+            cudaLaunchAttribute attr[1];
+            memset(&lc, 0, sizeof lc);
+            lc.gridDim = dim3((unsigned)grid);
+            lc.blockDim = dim3(384);
+            lc.dynamicSmemBytes = (size_t)G::SMEM;
+            lc.stream = s;
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = (unsigned)ksplit;
+            attr[0].val.clusterDim.y = 1;
+            attr[0].val.clusterDim.z = 1;
+            lc.attrs = attr;
+            lc.numAttrs = 1;
+            if (plain) TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, false, true>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
+            else TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, false, true>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
+        } else if (plain) {
+            wgmma_ws_kernel<BN, 0, PP, false><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, flags, 1);
+        } else {
+            wgmma_ws_kernel<BN, 1, PP, false><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, flags, 1);
+        }
         TINFER_CUDA_LAUNCH_CHECK(err, "wgmma_ws_kernel");
     }
 cleanup:
     return status;
 }
 
-tinfer_status tinfer_gemm_bf16_wgmma_ws_cfg(const tinfer_gemm_bf16_args *a, int32_t cfg, cudaStream_t s, tinfer_err *err) {
+tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, int32_t cfg, int32_t ksplit, cudaStream_t s,
+                                              tinfer_err *err) {
     tinfer_cuda_facts f;
     const tinfer_status fs = tinfer_cuda_current_facts(&f, err);
     if (fs != TINFER_OK) return fs;
@@ -731,15 +965,27 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_cfg(const tinfer_gemm_bf16_args *a, int3
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90 (device %d is sm_%d*)", dev, major);
     if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: dimension over 2^31");
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO)
-        cfg = tinfer_gemm_bf16_wgmma_pick_cfg(a->M, tinfer_gemm_bf16_nout(*a), a->swiglu, n_sm);
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_256) return ws_launch<256, false>(a, dev, n_sm, s, err);
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_128) return ws_launch<128, false>(a, dev, n_sm, s, err);
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128) return ws_launch<128, true>(a, dev, n_sm, s, err);
+    if (ksplit < 0 || ksplit > 8 || (ksplit > 1 && cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128))
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: split-K factor %d (0 = auto, 1..8; none with ping-pong)", (int)ksplit);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO && ksplit == 0) {
+        const int32_t(*cl)[9] = NULL;
+        const tinfer_status st = ws_clusters(dev, n_sm, &cl, err);
+        if (st != TINFER_OK) return st;
+        tinfer_gemm_bf16_wgmma_pick_split(a->M, tinfer_gemm_bf16_nout(*a), a->K, a->swiglu, n_sm, cl, &cfg, &ksplit);
+    }
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO) cfg = tinfer_gemm_bf16_wgmma_pick_cfg(a->M, tinfer_gemm_bf16_nout(*a), a->swiglu, n_sm);
+    if (ksplit == 0) ksplit = 1;
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_256) return ws_launch<256, false>(a, dev, n_sm, ksplit, s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_128) return ws_launch<128, false>(a, dev, n_sm, ksplit, s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128) return ws_launch<128, true>(a, dev, n_sm, 1, s, err);
     return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tile config %d (256, 128 or %d for ping-pong 128)",
                           (int)cfg, TINFER_GEMM_BF16_WGMMA_CFG_PP128);
 }
 
+tinfer_status tinfer_gemm_bf16_wgmma_ws_cfg(const tinfer_gemm_bf16_args *a, int32_t cfg, cudaStream_t s, tinfer_err *err) {
+    return tinfer_gemm_bf16_wgmma_ws_split(a, cfg, cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO ? 0 : 1, s, err);
+}
+
 tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
-    return tinfer_gemm_bf16_wgmma_ws_cfg(a, TINFER_GEMM_BF16_WGMMA_CFG_AUTO, s, err);
+    return tinfer_gemm_bf16_wgmma_ws_split(a, TINFER_GEMM_BF16_WGMMA_CFG_AUTO, 0, s, err);
 }

@@ -35,6 +35,17 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStre
 #define TINFER_GEMM_BF16_WGMMA_CFG_128 128
 #define TINFER_GEMM_BF16_WGMMA_CFG_256 256
 tinfer_status tinfer_gemm_bf16_wgmma_ws_cfg(const tinfer_gemm_bf16_args *a, int32_t cfg, cudaStream_t s, tinfer_err *err);
+/* Rung 3 with tile configuration cfg and split-K factor ksplit: 1 = none, 2..8 = a cluster of
+ * that many CTAs per tile sharing its k-blocks (lowered so every CTA has some; not with PP128);
+ * cfg AUTO with ksplit 0 picks both (tinfer_gemm_bf16_wgmma_pick_split), AUTO alone the width,
+ * 0 alone no split. _cfg: ksplit 1 for a forced cfg, both picked with AUTO. */
+tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, int32_t cfg, int32_t ksplit, cudaStream_t s,
+                                              tinfer_err *err);
+/* The pick: clusters[w][ks] = co-resident clusters of ks split CTAs of width 128 << w. */
+void tinfer_gemm_bf16_wgmma_pick_split(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm,
+                                       const int32_t clusters[2][9], int32_t *cfg, int32_t *ksplit);
+/* How many clusters of ksplit CTAs of the split kernel (cfg 128 or 256) the current device holds at once. */
+tinfer_status tinfer_gemm_bf16_wgmma_max_clusters(int32_t cfg, int32_t ksplit, int32_t *n, tinfer_err *err);
 /* The configuration the AUTO pick takes for M x N' outputs on n_sm SMs (exposed for tests/bench). */
 int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm);
 

@@ -71,7 +71,7 @@ typedef struct test_case {
 } test_case;
 
 /* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
- * tile configuration id (128, 256 or TINFER_GEMM_BF16_WGMMA_CFG_PP128), 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
+ * tile configuration id (128, 256 or TINFER_GEMM_BF16_WGMMA_CFG_PP128) + 1000 x split-K factor, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
  * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id] */
 typedef struct runner {
     char kind;
@@ -102,7 +102,7 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a, cu
     }
     if (r->kind == 'w') { /* rung 03 with a tile configuration forced */
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
-        return st != TINFER_OK ? st : tinfer_gemm_bf16_wgmma_ws_cfg(a, r->id, s, err);
+        return st != TINFER_OK ? st : tinfer_gemm_bf16_wgmma_ws_split(a, r->id % 1000, r->id / 1000 ? r->id / 1000 : 1, s, err);
     }
     if (r->kind == 'm') {
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
@@ -370,6 +370,38 @@ static void bad_args(void) {
     }
 }
 
+/* Rung 03's split pick (host arithmetic) on tables of co-resident clusters: a split only where
+ * tiles are few and K is long, never with a cluster size whose clusters do not all fit, every
+ * CTA with at least TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB k-blocks. */
+static void split_pick(void) {
+    int32_t roomy[2][9], tight[2][9];
+    for (int w = 0; w < 2; w++)
+        for (int k = 0; k < 9; k++) {
+            roomy[w][k] = k ? 132 / k : 0;
+            tight[w][k] = k <= 1 ? roomy[w][k] : 0; /* no cluster fits */
+        }
+    struct { int64_t M, N, K; int sw; const int32_t(*t)[9]; int want_split; } cs[] = {
+        {128, 4096, 14336, 0, roomy, 1}, /* Llama down, 32 tiles of 128 x 128 */
+        {16, 6144, 4096, 0, roomy, 1},   /* Llama QKV at M = 16 */
+        {128, 4096, 14336, 0, tight, 0}, /* no cluster fits: no split */
+        {128, 3072, 576, 0, roomy, 0},   /* short K: no split */
+        {2048, 4096, 4096, 0, roomy, 0}, /* many tiles: no split */
+        {64, 2 * 1024, 8192, 1, roomy, 1},
+    };
+    for (const auto &c : cs) {
+        int32_t cfg = 0, ks = 0;
+        const int64_t nout = c.sw ? c.N / 2 : c.N;
+        tinfer_gemm_bf16_wgmma_pick_split(c.M, nout, c.K, c.sw, 132, c.t, &cfg, &ks);
+        const int64_t cols = c.sw ? cfg / 2 : cfg, tiles = ((c.M + 127) / 128) * ((nout + cols - 1) / cols);
+        const int64_t kb = (c.K + 63) / 64, kper = (kb + ks - 1) / ks;
+        const bool ok = (cfg == 128 || cfg == 256) && ks >= 1 && ks <= 8 && (ks > 1) == (c.want_split != 0) &&
+                        (ks == 1 || (tiles <= c.t[cfg == 256][ks] && kper >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB));
+        printf("%s split pick M=%lld N=%lld K=%lld%s: 128 x %d, factor %d\n", ok ? "ok  " : "FAIL", (long long)c.M,
+               (long long)c.N, (long long)c.K, c.sw ? " swiglu" : "", (int)cfg, (int)ks);
+        if (!ok) g_fail++;
+    }
+}
+
 int main(int argc, char **argv) {
     const bool quick = argc > 1 && (!strcmp(argv[1], "quick") || !strcmp(argv[1], "gemv-quick"));
     const bool gemv_only = argc > 1 && !strncmp(argv[1], "gemv", 4);
@@ -391,6 +423,7 @@ int main(int argc, char **argv) {
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     self_test_compare();
     bad_args();
+    split_pick();
 
     const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"},
                                {'v', 5, "gemv05"}, {'v', 6, "gemv06"}, {'v', 7, "gemv07"}};
@@ -406,6 +439,9 @@ int main(int argc, char **argv) {
                                /* rung 03 with each tile configuration forced (its entry picks one per shape) */
                                {'w', 128, "wgmma128"},    {'w', 256, "wgmma256"},
                                {'w', TINFER_GEMM_BF16_WGMMA_CFG_PP128, "wgmma_pp128"},
+                               /* rung 03 split-K over a cluster (id = tile width + 1000 x factor) */
+                               {'w', 2000 + 128, "wgmma128/k2"}, {'w', 3000 + 256, "wgmma256/k3"},
+                               {'w', 4000 + 256, "wgmma256/k4"}, {'w', 8000 + 128, "wgmma128/k8"},
                                /* rung 04 (split-K over a cluster): entry (auto), config x split factor */
                                {'t', 4, "split"},         {'s', 2, "split64x64/2"},  {'s', 4, "split64x64/4"},
                                {'s', 8, "split64x64/8"},  {'s', 12, "split128x64/2"}, {'s', 14, "split128x64/4"},
@@ -477,6 +513,10 @@ int main(int argc, char **argv) {
         {300, 1000, 136, BF, 1, 0, 0, 1}, {300, 2 * 1000, 136, BF, 1, 0, 1, 1}, {300, 2 * 1004, 72, BF, 0, 0, 1, 1},
         {300, 1000, 200, BF, 1, 1, 0, 1}, {260, 1004, 64, BF, 0, 1, 0, 1},      {2048, 2 * 1536, 576, BF, 0, 0, 1, 1},
         {1000, 4096, 1024, BF, 0, 1, 0, 1},
+        /* few tiles (rung 03's split-K, and its M <= 64 tiles where one consumer computes):
+         * every epilogue, ragged K (4104 = 64 k-blocks + 8), M = 1, 16, 33, 64, 130 */
+        {16, 960, 576, BF, 0, 0, 0, 1},   {64, 576, 1536, BF, 1, 1, 0, 1},    {1, 2 * 1536, 576, BF, 0, 0, 1, 1},
+        {130, 700, 2056, F, 1, 1, 0},     {33, 600, 4104, BF, 0, 0, 0, 1},    {64, 2 * 300, 1000, BF, 1, 0, 1},
     };
     for (const auto &c : pcases) {
         if (gemv_only) break;
