@@ -34,6 +34,8 @@
  *    meet over distributed shared memory, each 16-row warp unit finished by one rank (details at
  *    the kernel). No tile loop in that instantiation: with one, ptxas serialized the wgmmas
  *    (C7515) and the persistent kernel lost ~14% on large shapes (gemm/NOTES.md, run 2).
+ *  - Programmatic dependent launch: every CTA waits (griddepcontrol.wait) before touching global
+ *    memory, so its launch and barrier setup overlap the previous kernel on the stream.
  * Ragged M / N / K: TMA zero-fills out-of-range rows and K columns (the full box still counts
  * toward the barrier's transaction bytes); the epilogue skips rows >= M and columns >= N'.
  * Constraints: K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0, X and W 16-byte aligned (TMA stride
@@ -70,6 +72,7 @@
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
+#include "gemm/decode/ptx.cuh"
 #include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 
@@ -459,6 +462,10 @@ static __global__ void __launch_bounds__(384, 1)
     const int32_t kb0 = rank * kper, kb1 = kb0 + kper < kblocks ? kb0 + kper : kblocks;
 
     if (threadIdx.x == 0) {
+        /* The descriptors are kernel parameters, never written by an earlier kernel: fetching them
+         * now overlaps the barrier setup and the PDL wait instead of the first TMA load. */
+        asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&map_x) : "memory");
+        asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&map_w) : "memory");
         for (int s = 0; s < WS_STAGES; s++) {
             mbar_init(&full[s], 1);           /* the producer's arrive.expect_tx */
             mbar_init(&empty[s], PP ? 1 : 2); /* one arrive per consumer warpgroup reading the stage */
@@ -470,6 +477,14 @@ static __global__ void __launch_bounds__(384, 1)
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    /* Programmatic dependent launch (the launcher sets it unless TINFER_GEMM_WGMMA_PDL=0; without
+     * it both are no-ops): the CTA may have started while the previous kernel on the stream still
+     * runs, so nothing global (X, W, bias, R, Y) is touched before the wait; only the barrier
+     * setup above overlaps it. The grid is all resident at once (persistent: <= SMs; split: <=
+     * the co-resident clusters), so the next kernel may launch at once: its CTAs can only take
+     * SMs this one leaves idle, and wait in turn. */
+    tdec::pdl_wait();
+    tdec::pdl_launch_dependents();
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -716,12 +731,13 @@ static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64
 /* Measurement switches (environment, read once each; documented in README): a switch is off when
  * its variable holds the "off" value. WS_SW_LINES: TINFER_GEMM_WGMMA_EPI=regs keeps the
  * register-direct store of plain BF16 tiles instead of whole lines; WS_SW_MAPCACHE:
- * TINFER_GEMM_WGMMA_MAPCACHE=0 encodes every tensor map on every call. */
-enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_COUNT };
+ * TINFER_GEMM_WGMMA_MAPCACHE=0 encodes every tensor map on every call; WS_SW_PDL:
+ * TINFER_GEMM_WGMMA_PDL=0 launches without programmatic dependent launch. */
+enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_PDL, WS_SW_COUNT };
 static bool ws_switch_on(int which) {
-    static int on[WS_SW_COUNT] = {-1, -1};
-    static const char *const name[WS_SW_COUNT] = {"TINFER_GEMM_WGMMA_EPI", "TINFER_GEMM_WGMMA_MAPCACHE"};
-    static const char *const off[WS_SW_COUNT] = {"regs", "0"};
+    static int on[WS_SW_COUNT] = {-1, -1, -1};
+    static const char *const name[WS_SW_COUNT] = {"TINFER_GEMM_WGMMA_EPI", "TINFER_GEMM_WGMMA_MAPCACHE", "TINFER_GEMM_WGMMA_PDL"};
+    static const char *const off[WS_SW_COUNT] = {"regs", "0", "0"};
     if (on[which] < 0) {
         const char *v = getenv(name[which]);
         on[which] = !(v && !strcmp(v, off[which]));
@@ -928,26 +944,33 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
         if (a->y_dtype == TINFER_DTYPE_BF16 && (uintptr_t)a->Y % 16 == 0 && a->ldy % 8 == 0 &&
             (!a->R || ((uintptr_t)a->R % 16 == 0 && a->ldr % 8 == 0)) && ws_switch_on(WS_SW_LINES))
             flags |= WS_F_LINES | (nout % 8 == 0 ? WS_F_N8 : 0);
+        cudaLaunchConfig_t lc;
+        cudaLaunchAttribute attr[2];
+        memset(&lc, 0, sizeof lc);
+        lc.gridDim = dim3((unsigned)grid);
+        lc.blockDim = dim3(384);
+        lc.dynamicSmemBytes = (size_t)G::SMEM;
+        lc.stream = s;
+        lc.attrs = attr;
         if (ksplit > 1) {
-            cudaLaunchConfig_t lc;
-            cudaLaunchAttribute attr[1];
-            memset(&lc, 0, sizeof lc);
-            lc.gridDim = dim3((unsigned)grid);
-            lc.blockDim = dim3(384);
-            lc.dynamicSmemBytes = (size_t)G::SMEM;
-            lc.stream = s;
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = (unsigned)ksplit;
-            attr[0].val.clusterDim.y = 1;
-            attr[0].val.clusterDim.z = 1;
-            lc.attrs = attr;
-            lc.numAttrs = 1;
+            attr[lc.numAttrs].id = cudaLaunchAttributeClusterDimension;
+            attr[lc.numAttrs].val.clusterDim.x = (unsigned)ksplit;
+            attr[lc.numAttrs].val.clusterDim.y = 1;
+            attr[lc.numAttrs].val.clusterDim.z = 1;
+            lc.numAttrs++;
+        }
+        if (ws_switch_on(WS_SW_PDL)) {
+            attr[lc.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attr[lc.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+            lc.numAttrs++;
+        }
+        if (ksplit > 1) {
             if (plain) TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, false, true>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
             else TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, false, true>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
         } else if (plain) {
-            wgmma_ws_kernel<BN, 0, PP, false><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, flags, 1);
+            TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, PP, false>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, 1));
         } else {
-            wgmma_ws_kernel<BN, 1, PP, false><<<grid, 384, G::SMEM, s>>>(mx, mw, *a, tiles_m, tiles_n, kblocks, flags, 1);
+            TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, PP, false>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, 1));
         }
         TINFER_CUDA_LAUNCH_CHECK(err, "wgmma_ws_kernel");
     }

@@ -16,6 +16,9 @@
  * A probe kernel (PDL-launched after the early writer) reads X before and after its own
  * griddepcontrol.wait: stale values after the wait fail the test (the ordering the GEMV relies
  * on); stale values before it are counted and printed, to show the overlap is real here.
+ * The same checks run on the prefill rung 03 (wgmma), which is PDL-launched too
+ * (TINFER_GEMM_WGMMA_PDL): its own pick at this shape (split-K over a cluster: 4 tiles, K = 4096)
+ * and the persistent kernel with 128 x 256 tiles forced.
  * Also printed: rungs 05/06's launch choice per M (stages, X rows staged, shared memory, blocks
  * per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor), which must be >= 1.
  * The launcher's PDL mode comes from TINFER_GEMV_PDL (unset: the default, which must be a PDL
@@ -25,6 +28,7 @@
 #include "gemm/bf16.h"
 #include "gemm/cuda/device.h"
 #include "gemm/decode/gemv_bf16_internal.h"
+#include "gemm/tc/gemm_bf16_tc_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -188,9 +192,11 @@ int main(void) {
         if (!total_before) printf("note: no overlap observed before the wait (the GEMV checks below are then weaker)\n");
     }
 
-    for (int kernel : {5, 6}) {
-        if (kernel == 6 && !sm90) {
-            printf("skip rung 06: needs sm_90\n");
+    /* 5, 6: decode rungs; 30: rung 03 with its own pick (split-K here), 31: rung 03 persistent
+     * 128 x 256 (no split) */
+    for (int kernel : {5, 6, 30, 31}) {
+        if (kernel != 5 && !sm90) {
+            printf("skip rung %02d: needs sm_90\n", kernel >= 30 ? 3 : kernel);
             continue;
         }
         for (int64_t M : {1, 8})
@@ -227,7 +233,11 @@ int main(void) {
                         a.Y = dY;
                         a.ldy = N_COLS;
                         a.y_dtype = TINFER_DTYPE_F32;
-                        if (tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)kernel, &a, s, &err) != TINFER_OK) {
+                        const tinfer_status rs =
+                            kernel == 30   ? tinfer_gemm_bf16_wgmma_ws_split(&a, TINFER_GEMM_BF16_WGMMA_CFG_AUTO, 0, s, &err)
+                            : kernel == 31 ? tinfer_gemm_bf16_wgmma_ws_split(&a, TINFER_GEMM_BF16_WGMMA_CFG_256, 1, s, &err)
+                                           : tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)kernel, &a, s, &err);
+                        if (rs != TINFER_OK) {
                             printf("FAIL rung %02d: %s\n", kernel, err.msg);
                             return 1;
                         }
