@@ -417,6 +417,35 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
     }
 }
 
+/* One consumer warpgroup's mainloop over nkb k-blocks, ring iterations it .. it + nkb - 1:
+ * wait for the stage, issue its 4 wgmmas (the first zeroes the accumulators), keep one k-block
+ * in flight (wait_group 1) and release the stage before it; at the end wait for all and release
+ * the last stage. Returns the next ring iteration. */
+template <int BN>
+static __device__ __forceinline__ uint32_t ws_mainloop(float (&d)[BN / 2], uint64_t *full, uint64_t *empty, const uint8_t *smem,
+                                                       int c, int tid, uint32_t it, int32_t nkb) {
+    using G = WsGeo<BN>;
+    uint32_t prev = 0;
+    fence_acc(d);
+    for (int32_t kb = 0; kb < nkb; kb++, it++) {
+        const uint32_t s = it % G::STAGES, ph = (it / G::STAGES) & 1;
+        mbar_wait(&full[s], ph);
+        const uint8_t *sa = smem + s * G::STAGE_BYTES + c * (64 * 128), *sb = smem + s * G::STAGE_BYTES + WS_A_BYTES;
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < WS_BK / 16; kk++)
+            wgmma_step<BN>(d, wgmma_desc(sa + kk * 32), wgmma_desc(sb + kk * 32), (kb | kk) != 0);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        if (kb > 0 && tid == 0) mbar_arrive(&empty[prev]);
+        prev = s;
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    fence_acc(d);
+    if (tid == 0) mbar_arrive(&empty[prev]);
+    return it;
+}
+
 /* Tile number -> (tm, tn): groups of WS_GROUP_M M-tiles walk N together (L2 reuse). */
 static __device__ __forceinline__ void ws_tile_coords(int32_t tile, int32_t tiles_m, int32_t tiles_n, int32_t &tm,
                                                       int32_t &tn) {
@@ -541,24 +570,7 @@ static __global__ void __launch_bounds__(384, 1)
             for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 int32_t tm, tn;
                 ws_tile_coords(tile, tiles_m, tiles_n, tm, tn);
-                uint32_t prev = 0;
-                fence_acc(d);
-                for (int32_t kb = 0; kb < kblocks; kb++, it++) {
-                    const uint32_t s = it % WS_STAGES, ph = (it / WS_STAGES) & 1;
-                    mbar_wait(&full[s], ph);
-                    const uint8_t *sa = smem + s * WS_STAGE_BYTES + c * (64 * 128), *sb = smem + s * WS_STAGE_BYTES + WS_A_BYTES;
-                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-                    for (int kk = 0; kk < WS_BK / 16; kk++)
-                        wgmma_step<BN>(d, wgmma_desc(sa + kk * 32), wgmma_desc(sb + kk * 32), (kb | kk) != 0);
-                    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                    if (kb > 0 && tid == 0) mbar_arrive(&empty[prev]);
-                    prev = s;
-                }
-                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-                fence_acc(d);
-                if (tid == 0) mbar_arrive(&empty[prev]);
+                it = ws_mainloop<BN>(d, full, empty, smem, c, tid, it, kblocks);
                 const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * (e.sw ? WS_BN / 2 : WS_BN) <= e.nout;
                 const bool whole = (flags & WS_F_VEC) && inside;
                 ws_store_slab<BN, EPI>(d, e, (int64_t)tm * WS_BM + 64 * c, tn, whole, lines_mode(inside), scr, warp, lane);
@@ -580,24 +592,7 @@ static __global__ void __launch_bounds__(384, 1)
                     if (tid == 0) mbar_arrive(&empty[s]);
                 }
             } else {
-                uint32_t prev = 0;
-                fence_acc(d);
-                for (int32_t kb = kb0, it = 0; kb < kb1; kb++, it++) {
-                    const uint32_t s = it % WS_STAGES, ph = (it / WS_STAGES) & 1;
-                    mbar_wait(&full[s], ph);
-                    const uint8_t *sa = smem + s * WS_STAGE_BYTES + c * (64 * 128), *sb = smem + s * WS_STAGE_BYTES + WS_A_BYTES;
-                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-                    for (int kk = 0; kk < WS_BK / 16; kk++)
-                        wgmma_step<BN>(d, wgmma_desc(sa + kk * 32), wgmma_desc(sb + kk * 32), ((kb - kb0) | kk) != 0);
-                    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                    if (kb > kb0 && tid == 0) mbar_arrive(&empty[prev]);
-                    prev = s;
-                }
-                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-                fence_acc(d);
-                if (tid == 0) mbar_arrive(&empty[prev]);
+                ws_mainloop<BN>(d, full, empty, smem, c, tid, 0, kb1 - kb0);
             }
             /* The tile's 8 warp units of 16 rows (u = 4c + warp) are finished by rank
              * u % ksplit. Every other rank leaves its partial sums for that unit in its own stage
