@@ -134,6 +134,14 @@ typedef enum tinfer_gemm_bf16_path {
  * the SmolLM2 shapes at M = 16-512 (same sweep: gate/up M = 128 8.9 us unsplit, 9.3-9.5 split);
  * at K = 1536 the split gained (down M = 512 15.8 -> 11.5 us). */
 #define TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K 1024
+/* Rung 03 is launched with programmatic dependent launch (its launch and barrier setup overlap
+ * the previous kernel) for K <= WGMMA_PDL_MAX_K. Session 3 run 5 (H200, stream timing, PDL off ->
+ * on, us): SmolLM2 (K <= 1536) QKV M = 512 / 2048 6.98 -> 5.66 / 7.99 -> 6.25, O 6.96 -> 5.59 /
+ * 7.28 -> 6.14, gate/up M = 64 / 128 / 512 / 2048 7.29 -> 5.82 / 7.35 -> 5.85 / 7.50 -> 6.08 /
+ * 15.82 -> 14.12, down M = 2048 11.77 -> 10.85, LM head M = 16 / 128 23.99 -> 21.88 / 22.20 -> 20.20;
+ * Llama-3-8B (K >= 4096) mixed: gate/up M = 16-128 +4-6% (71.9 -> 76.3 at M = 16), QKV M = 128 +3%,
+ * M = 512 -5%, down and M = 2048 within 1%. */
+#define TINFER_GEMM_BF16_WGMMA_PDL_MAX_K 2048
 /* When the 128 x 256 tiles are too few (the FILL_DIV rule above), rung 04 (split-K mma.sync) takes
  * the shape only for K <= TINFER_GEMM_BF16_SPLIT_MAX_K; longer K goes to rung 03, which splits K
  * itself. Rung 03's split sweep (gemm/NOTES.md "Split-K in rung 03"): Llama-3-8B down M = 32 / 64

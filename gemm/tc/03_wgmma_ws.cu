@@ -506,8 +506,8 @@ static __global__ void __launch_bounds__(384, 1)
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
-    /* Programmatic dependent launch (the launcher sets it unless TINFER_GEMM_WGMMA_PDL=0; without
-     * it both are no-ops): the CTA may have started while the previous kernel on the stream still
+    /* Programmatic dependent launch (the launcher sets it for short K, ws_pdl; without it both
+     * are no-ops): the CTA may have started while the previous kernel on the stream still
      * runs, so nothing global (X, W, bias, R, Y) is touched before the wait; only the barrier
      * setup above overlaps it. The grid is all resident at once (persistent: <= SMs; split: <=
      * the co-resident clusters), so the next kernel may launch at once: its CTAs can only take
@@ -726,13 +726,12 @@ static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64
 /* Measurement switches (environment, read once each; documented in README): a switch is off when
  * its variable holds the "off" value. WS_SW_LINES: TINFER_GEMM_WGMMA_EPI=regs keeps the
  * register-direct store of plain BF16 tiles instead of whole lines; WS_SW_MAPCACHE:
- * TINFER_GEMM_WGMMA_MAPCACHE=0 encodes every tensor map on every call; WS_SW_PDL:
- * TINFER_GEMM_WGMMA_PDL=0 launches without programmatic dependent launch. */
-enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_PDL, WS_SW_COUNT };
+ * TINFER_GEMM_WGMMA_MAPCACHE=0 encodes every tensor map on every call. */
+enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_COUNT };
 static bool ws_switch_on(int which) {
-    static int on[WS_SW_COUNT] = {-1, -1, -1};
-    static const char *const name[WS_SW_COUNT] = {"TINFER_GEMM_WGMMA_EPI", "TINFER_GEMM_WGMMA_MAPCACHE", "TINFER_GEMM_WGMMA_PDL"};
-    static const char *const off[WS_SW_COUNT] = {"regs", "0", "0"};
+    static int on[WS_SW_COUNT] = {-1, -1};
+    static const char *const name[WS_SW_COUNT] = {"TINFER_GEMM_WGMMA_EPI", "TINFER_GEMM_WGMMA_MAPCACHE"};
+    static const char *const off[WS_SW_COUNT] = {"regs", "0"};
     if (on[which] < 0) {
         const char *v = getenv(name[which]);
         on[which] = !(v && !strcmp(v, off[which]));
@@ -901,6 +900,18 @@ tinfer_status tinfer_gemm_bf16_wgmma_max_clusters(int32_t cfg, int32_t ksplit, i
     return TINFER_OK;
 }
 
+/* Programmatic dependent launch for this call: K <= TINFER_GEMM_BF16_WGMMA_PDL_MAX_K (bf16.h), where
+ * the launch is a large share of the kernel; TINFER_GEMM_WGMMA_PDL=0 / =1 (read once): never /
+ * always (measurement; test-gemv-pdl sets 1 to check the ordering at any K). */
+static bool ws_pdl(int64_t K) {
+    static int mode = -1; /* 0 never, 1 always, 2 by K */
+    if (mode < 0) {
+        const char *v = getenv("TINFER_GEMM_WGMMA_PDL");
+        mode = v && !strcmp(v, "0") ? 0 : v && !strcmp(v, "1") ? 1 : 2;
+    }
+    return mode == 1 || (mode == 2 && K <= TINFER_GEMM_BF16_WGMMA_PDL_MAX_K);
+}
+
 template <int BN, bool PP>
 static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm, int32_t ksplit, cudaStream_t s,
                                tinfer_err *err) {
@@ -954,7 +965,7 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
             attr[lc.numAttrs].val.clusterDim.z = 1;
             lc.numAttrs++;
         }
-        if (ws_switch_on(WS_SW_PDL)) {
+        if (ws_pdl(a->K)) {
             attr[lc.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
             attr[lc.numAttrs].val.programmaticStreamSerializationAllowed = 1;
             lc.numAttrs++;

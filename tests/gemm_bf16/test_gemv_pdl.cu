@@ -16,8 +16,8 @@
  * A probe kernel (PDL-launched after the early writer) reads X before and after its own
  * griddepcontrol.wait: stale values after the wait fail the test (the ordering the GEMV relies
  * on); stale values before it are counted and printed, to show the overlap is real here.
- * The same checks run on the prefill rung 03 (wgmma), which is PDL-launched too
- * (TINFER_GEMM_WGMMA_PDL): its own pick at this shape (split-K over a cluster: 4 tiles, K = 4096)
+ * The same checks run on the prefill rung 03 (wgmma), PDL-launched for short K and here always
+ * (TINFER_GEMM_WGMMA_PDL=1, set below): its own pick at this shape (split-K over a cluster: 4 tiles, K = 4096)
  * and the persistent kernel with 128 x 256 tiles forced.
  * Also printed: rungs 05/06's launch choice per M (stages, X rows staged, shared memory, blocks
  * per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor), which must be >= 1.
@@ -101,6 +101,8 @@ static __global__ void probe_kernel(const uint16_t *p, size_t n, uint32_t seed, 
 static double bf(uint16_t h) { return (double)tinfer_bf16_to_f32(h); }
 
 int main(void) {
+    /* rung 03 takes PDL by K (short K only); check its ordering at this test's K = 4096 too */
+    setenv("TINFER_GEMM_WGMMA_PDL", "1", 1);
     tinfer_device_info info;
     tinfer_err err;
     tinfer_status st = tinfer_device_probe(0, &info, &err);
