@@ -7,7 +7,8 @@
  *
  * Sets: square (M = N = K = 1024..8192: wmma, mma.sync, wgmma, cuBLAS, cublasLt), model (SmolLM2-135M and
  * Llama-3-8B projection shapes at M = 1..2048: dispatcher "auto", decode rung 05, wgmma,
- * cuBLAS, and the fused SwiGLU / residual epilogues through "auto"), ladder (decode rungs 01..07
+ * cuBLAS, and the fused SwiGLU / residual epilogues through "auto"; at M = 1 also the read
+ * ceiling of the weight, "read_pdl" / "read": a kernel that only reads its bytes), ladder (decode rungs 01..07
  * at M = 1 and 8), prefill (the model shapes at M = 32..2048: "auto", rung 02 with its own tile
  * pick and with each tile config forced, wgmma, cuBLAS, fused epilogues through "auto"; not part
  * of all), splitk (the split-K rung 04: Llama-3-8B QKV / down and the SmolLM2 shapes at M = 32..2048,
@@ -199,6 +200,39 @@ template <typename Fn> static double time_us(Fn fn, int reps) {
     return t[t.size() / 2] * 1000.0 / reps;
 }
 
+/* The read ceiling of a decode shape (kernel ids 8 and 10): every byte of the weight copy read
+ * once with 16-byte streaming loads, 8 in flight per thread, 4 blocks of 256 threads per SM,
+ * grid-stride, folded with XOR and stored only when the fold equals a constant (so the loads are
+ * live). It does no arithmetic and no reduction, so its time is what any kernel that must read
+ * these bytes can reach at this size, launch ramp and drain included. pdl: launched like the
+ * decode rungs (programmatic stream serialization, nothing read before griddepcontrol.wait,
+ * launch_dependents after the loop). */
+static __global__ void read_ceiling_kernel(const uint4 *p, size_t n, uint32_t *sink, int pdl) {
+#if __CUDA_ARCH__ >= 900
+    if (pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint32_t acc = 0;
+    for (; i + 7 * stride < n; i += 8 * stride) {
+        uint4 v[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = __ldcs(p + i + j * stride);
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+    }
+    for (; i < n; i += stride) {
+        const uint4 v = __ldcs(p + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+#if __CUDA_ARCH__ >= 900
+    if (pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+    if (acc == 0x9e3779b9u) *sink = acc;
+}
+static uint32_t *g_sink;
+static int g_n_sm;
+
 static double measure_copy(void) {
     const size_t bytes = (size_t)2 << 30;
     void *a, *b;
@@ -212,12 +246,14 @@ static double measure_copy(void) {
     return 2.0 * bytes / (us * 1e-6) / 1e9;
 }
 
-/* kernel ids: 0 cuBLAS, 1..6 decode rungs, 11 wmma, 12 mma.sync (own tile pick), 13 wgmma,
+/* kernel ids: 0 cuBLAS, 9 cublasLt, 1..7 decode rungs, 8 / 10 the read ceiling (PDL / plain), 11 wmma, 12 mma.sync (own tile pick), 13 wgmma,
  * 14..16 mma.sync tile config 0..2 forced, 20 auto (dispatcher), 21/22 auto + SwiGLU / residual */
 static const char *kname(int k) {
     switch (k) {
     case 0: return "cublas";
     case 9: return "cublaslt";
+    case 8: return "read_pdl";
+    case 10: return "read";
     case 40: return "split_auto";
     case 1: return "gemv01_thread";
     case 2: return "gemv02_warp";
@@ -320,6 +356,20 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
                                     g_lt_ws, g_lt_ws_bytes, g_s));
                 return;
             }
+            if (k == 8 || k == 10) { /* the read ceiling of this weight copy */
+                cudaLaunchConfig_t lc;
+                cudaLaunchAttribute at[1];
+                memset(&lc, 0, sizeof lc);
+                lc.gridDim = dim3((unsigned)(4 * g_n_sm));
+                lc.blockDim = dim3(256);
+                lc.stream = g_s;
+                at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+                at[0].val.programmaticStreamSerializationAllowed = 1;
+                lc.attrs = at;
+                lc.numAttrs = k == 8 ? 1 : 0;
+                BCK(cudaLaunchKernelEx(&lc, read_ceiling_kernel, (const uint4 *)w, wsz * 2 / 16, g_sink, k == 8 ? 1 : 0));
+                return;
+            }
             tinfer_gemm_bf16_args a;
             memset(&a, 0, sizeof a);
             a.M = M; a.N = N; a.K = K; a.X = x; a.ldx = K; a.W = w; a.ldw = K;
@@ -370,7 +420,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             launch(0);
             to_ref = false;
             BCK(cudaStreamSynchronize(g_s));
-        } else if (k < 21 || k >= 30) {
+        } else if ((k < 21 || k >= 30) && k != 8 && k != 10) { /* 8 / 10 (read ceiling) write no Y */
             launch(0);
             BCK(cudaStreamSynchronize(g_s));
             diff = bf16_diff(Y, Yref, ysz);
@@ -508,6 +558,8 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         fprintf(stderr, "error: cublasSetWorkspace failed\n");
         return 1;
     }
+    BCK(cudaMalloc(&g_sink, sizeof(uint32_t)));
+    g_n_sm = prop.multiProcessorCount;
     g_copy_gbs = measure_copy();
     printf("device %s, %d SMs; device-to-device copy %.0f GB/s (read + write)\n", prop.name,
            prop.multiProcessorCount, g_copy_gbs);
@@ -534,6 +586,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
             for (int64_t M : {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048}) {
                 if (g_quick && M != 1 && M != 16 && M != 512) continue;
                 std::vector<int> ks = {0, 9, 20};
+                if (M == 1) ks.insert(ks.end(), {8, 10}); /* the read ceiling of the weight */
                 if (M <= 64) ks.push_back(5); /* threshold sweep: GEMV vs GEMM around 16 */
                 if (M <= 16) ks.push_back(6);
                 ks.push_back(13);
@@ -647,6 +700,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
     cublasDestroy(g_cublas);
     cublasLtDestroy(g_lt);
     BCK(cudaFree(g_lt_ws));
+    BCK(cudaFree(g_sink));
     BCK(cudaStreamDestroy(g_s));
     return 0;
 }
