@@ -158,9 +158,14 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMM_BF16_SPLIT_SHORT_K 1024
 #define TINFER_GEMM_BF16_SPLIT_SHORT_K_MAX_TILES 8
 
-/* AUTO takes the decode GEMV path when M <= TINFER_GEMM_BF16_GEMV_MAX_M, or when the weight is
- * small (N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_BYTES) and M <= TINFER_GEMM_BF16_SMALL_W_MAX_M:
- * a small weight re-read once per 16 tokens costs less than the GEMM's fixed latency. Chosen from
+/* AUTO takes the decode GEMV path when M <= TINFER_GEMM_BF16_GEMV_MAX_M, or when M <=
+ * TINFER_GEMM_BF16_SMALL_W_MAX_M and the GEMV's weight traffic, the weight read once per 16-token
+ * pass (ceil(M / 16) * N * K * 2 bytes), is at most TINFER_GEMM_BF16_SMALL_W_TRAFFIC: a small
+ * weight re-read once per 16 tokens costs less than the GEMM's fixed latency. The traffic form
+ * (session 4, H200 2026-12-03, stream timing): SmolLM2 gate/up (3.5 MB) at M = 32, two passes,
+ * 6.73 us on the GEMV vs 5.76 on rung 03 (cublasLt 8.28), while at M = 16 (one pass) the GEMV
+ * keeps its lead (4.5 vs 5.7-7.2) and down (1.8 MB) at M = 32 too (5.4 vs 9+); the old rule,
+ * weight <= 8 MB, sent gate/up at M = 32 to the GEMV. Chosen from
  * the sweep in gemm/NOTES.md ("BF16: dispatch threshold", H200, 2026-12-02): at M = 32 the GEMV
  * beat the wgmma kernel on every SmolLM2 shape but the 56 MB LM head, and lost on Llama-3-8B;
  * at M = 64 it still won on the SmolLM2 shapes up to 3.5 MB against wgmma, but not against the
@@ -173,7 +178,7 @@ typedef enum tinfer_gemm_bf16_path {
  * vs 22.9. Up to M = 8 the GEMV stays within 7% of its M = 1 time. */
 #define TINFER_GEMM_BF16_GEMV_MAX_M 8
 #define TINFER_GEMM_BF16_SMALL_W_MAX_M 32
-#define TINFER_GEMM_BF16_SMALL_W_BYTES ((int64_t)8 << 20)
+#define TINFER_GEMM_BF16_SMALL_W_TRAFFIC ((int64_t)4 << 20)
 
 /* Which decode rung the GEMV path runs (same sweep, fourth H200 run): rung 06 (2-block cluster
  * split-K) for long rows, K >= TINFER_GEMV_BF16_CLUSTER_MIN_K (Llama-3-8B down, K = 14336:

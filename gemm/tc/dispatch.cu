@@ -3,8 +3,9 @@
  * entry (tinfer_gemm_bf16_tc) and the one call the runtime makes (tinfer_gemm_bf16), which
  * picks the decode GEMV or the prefill GEMM from the shape.
  *
- * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M, or M <= TINFER_GEMM_BF16_SMALL_W_MAX_M with a weight of
- * at most TINFER_GEMM_BF16_SMALL_W_BYTES (bf16.h) -> the decode GEMV (rung 05, split-K mma fed by
+ * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M, or M <= TINFER_GEMM_BF16_SMALL_W_MAX_M with at most
+ * TINFER_GEMM_BF16_SMALL_W_TRAFFIC bytes of weight read over the GEMV's 16-token passes (bf16.h)
+ * -> the decode GEMV (rung 05, split-K mma fed by
  * cp.async; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 04 for short wide weights);
  * otherwise, on sm_90, the split-K mma.sync kernel (rung 04: rung 02's small tiles with K split
  * over a thread-block cluster, its own split pick) when the wgmma kernel's 128 x 256 tiles would
@@ -136,7 +137,7 @@ extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, i
     if (f == 1) return TINFER_GEMM_BF16_PATH_GEMV;
     if (f >= 2) return TINFER_GEMM_BF16_PATH_GEMM;
     if (M <= TINFER_GEMM_BF16_GEMV_MAX_M) return TINFER_GEMM_BF16_PATH_GEMV;
-    if (M <= TINFER_GEMM_BF16_SMALL_W_MAX_M && N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_BYTES)
+    if (M <= TINFER_GEMM_BF16_SMALL_W_MAX_M && (M + 15) / 16 * N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_TRAFFIC)
         return TINFER_GEMM_BF16_PATH_GEMV;
     return TINFER_GEMM_BF16_PATH_GEMM;
 }

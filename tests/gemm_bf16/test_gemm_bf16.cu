@@ -402,16 +402,42 @@ static void split_pick(void) {
     }
 }
 
+/* The dispatcher's path choice (host arithmetic, no device): the decode GEMV up to
+ * TINFER_GEMM_BF16_GEMV_MAX_M tokens, beyond that only while the weight re-read once per 16-token
+ * pass stays within TINFER_GEMM_BF16_SMALL_W_TRAFFIC (bf16.h). Skipped under TINFER_GEMM_FORCE. */
+static void path_choice(void) {
+    if (getenv("TINFER_GEMM_FORCE")) return;
+    const tinfer_gemm_bf16_path V = TINFER_GEMM_BF16_PATH_GEMV, G = TINFER_GEMM_BF16_PATH_GEMM;
+    struct { const char *what; int64_t M, N, K; tinfer_gemm_bf16_path want; } cs[] = {
+        {"Llama QKV", 1, 6144, 4096, V},        {"Llama QKV", TINFER_GEMM_BF16_GEMV_MAX_M, 6144, 4096, V},
+        {"Llama QKV", TINFER_GEMM_BF16_GEMV_MAX_M + 1, 6144, 4096, G},
+        {"SmolLM2 gate/up", 16, 3072, 576, V},  /* one pass: 3.5 MB */
+        {"SmolLM2 gate/up", 32, 3072, 576, G},  /* two passes: 7 MB */
+        {"SmolLM2 down", 32, 576, 1536, V},     /* two passes: 3.5 MB */
+        {"SmolLM2 QKV", TINFER_GEMM_BF16_SMALL_W_MAX_M + 1, 960, 576, G},
+        {"SmolLM2 LM head", 16, 49152, 576, G}, {"SmolLM2 O", 2048, 576, 576, G},
+    };
+    for (const auto &c : cs) {
+        const tinfer_gemm_bf16_path got = tinfer_gemm_bf16_choose(c.M, c.N, c.K);
+        printf("%s path %s M=%lld N=%lld K=%lld: %s\n", got == c.want ? "ok  " : "FAIL", c.what, (long long)c.M,
+               (long long)c.N, (long long)c.K, got == V ? "gemv" : got == G ? "gemm" : "?");
+        if (got != c.want) g_fail++;
+    }
+}
+
 int main(int argc, char **argv) {
     const bool quick = argc > 1 && (!strcmp(argv[1], "quick") || !strcmp(argv[1], "gemv-quick"));
     const bool gemv_only = argc > 1 && !strncmp(argv[1], "gemv", 4);
     if (argc > 2) g_only = argv[2];
     tinfer_device_info info;
     tinfer_err err;
+    /* host-only checks first: they run (and can fail) on a machine without a GPU too */
+    path_choice();
+    split_pick();
     tinfer_status st = tinfer_device_probe(0, &info, &err);
     if (st == TINFER_ERR_NO_DEVICE) {
-        printf("skip: %s\n", err.msg);
-        return 77;
+        printf("skip: %s (host checks: %d failed)\n", err.msg, g_fail);
+        return g_fail ? 1 : 77;
     }
     if (st != TINFER_OK) {
         printf("FAIL device: %s\n", err.msg);
@@ -423,7 +449,6 @@ int main(int argc, char **argv) {
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     self_test_compare();
     bad_args();
-    split_pick();
 
     const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"},
                                {'v', 5, "gemv05"}, {'v', 6, "gemv06"}, {'v', 7, "gemv07"}};
