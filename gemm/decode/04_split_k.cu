@@ -16,19 +16,29 @@
  * Measured (H200, 2026-12-02, run 4): M=1 / M=8: QKV 6144x4096 19.5 / 19.8 us (61% of copy);
  * down 4096x14336 54.0 / 54.7 us (51%: 8 rows x 64 B per warp load streams badly, see 05);
  * LM head 49152x576 18.6 / 21.1 us (72% / 64%), the best rung there (dispatch uses it).
+ * Programmatic dependent launch (sm_90, as rung 05; TINFER_GEMV_PDL, default on): the block reads
+ * nothing before griddepcontrol.wait and lets the next grid launch once its loads are consumed,
+ * so back to back the next call's blocks are resident while this one drains.
  */
 #include "gemm/cuda/cuda_check.h"
+#include "gemm/cuda/device.h"
 #include "gemm/decode/gemv_bf16_internal.h"
 #include "gemm/decode/ptx.cuh"
 #include "gemm/tc/bf16_epi.cuh"
+
+#include <string.h>
 
 #define G04_WARPS 8
 #define G04_U 4
 
 /* NT: n8 token tiles (1: M <= 8 per pass, 2: 16). SWI: fused gate/up rows. */
 template <int NT, bool SWI>
-static __global__ void __launch_bounds__(G04_WARPS * 32) gemv04_kernel(tinfer_gemm_bf16_args a) {
+static __global__ void __launch_bounds__(G04_WARPS * 32) gemv04_kernel(tinfer_gemm_bf16_args a, int pdl) {
     __shared__ float red[G04_WARPS][SWI ? 2 : 1][16][16]; /* [warp][gate/up][row][token] */
+    if (pdl) { /* PDL: the previous kernel may still write X, W, bias, R or Y */
+        if (pdl == 1) tdec::pdl_launch_dependents();
+        tdec::pdl_wait();
+    }
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int64_t nout = tinfer_gemm_bf16_nout(a);
     const int64_t j0 = (int64_t)blockIdx.x * 16;
@@ -86,6 +96,7 @@ static __global__ void __launch_bounds__(G04_WARPS * 32) gemv04_kernel(tinfer_ge
             }
         }
     }
+    if (pdl >= 2) tdec::pdl_launch_dependents();
     /* C fragment: c0,c1 = (row g, tokens 2t, 2t+1), c2,c3 = (row g+8, same tokens). */
 #pragma unroll
     for (int n = 0; n < NT; n++) {
@@ -120,8 +131,21 @@ static tinfer_status gemv04_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 04: M=%lld N=%lld too large",
                               (long long)a->M, (long long)a->N);
     {
-        dim3 grid((unsigned)((nout + 15) / 16), (unsigned)passes);
-        gemv04_kernel<NT, SWI><<<grid, G04_WARPS * 32, 0, s>>>(*a);
+        tinfer_cuda_facts d;
+        if ((status = tinfer_cuda_current_facts(&d, err)) != TINFER_OK) return status;
+        const int pdl = d.cc_major >= 9 ? tinfer_gemv_pdl_mode() : 0; /* griddepcontrol is sm_90 */
+        if (pdl < 0) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 04: TINFER_GEMV_PDL must be 0..4");
+        cudaLaunchConfig_t cfg;
+        cudaLaunchAttribute attr[1];
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDim = dim3((unsigned)((nout + 15) / 16), (unsigned)passes);
+        cfg.blockDim = dim3(G04_WARPS * 32);
+        cfg.stream = s;
+        cfg.attrs = attr;
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.numAttrs = pdl ? 1 : 0;
+        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv04_kernel<NT, SWI>, *a, pdl));
         TINFER_CUDA_LAUNCH_CHECK(err, "gemv04_kernel");
     }
 cleanup:

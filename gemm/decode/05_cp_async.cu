@@ -334,6 +334,8 @@ static const g05_switches *g05_get_switches(void) {
     return &sw;
 }
 
+int tinfer_gemv_pdl_mode(void) { return g05_get_switches()->pdl; }
+
 /* Stages of the X-staged kernel with xr token rows: the most (6..3) that keep G05_BLOCKS_PER_SM
  * blocks on an SM (each block also costs the runtime's reserved shared memory). Unstaged and
  * SwiGLU kernels keep G05_STAGES. */

@@ -25,6 +25,12 @@ tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStre
 tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStream_t s,
                                        tinfer_err *err);
 
+/* The TINFER_GEMV_PDL mode every PDL-capable GEMV launcher uses (05_cp_async.cu, read once):
+ * 0 plain launches, 1 launch_dependents at the start, 2 (default) after the main loop, 3 never
+ * (at exit), 4 once the last loads are issued (rung 05; rung 04 treats 3 and 4 as 2); -2: the
+ * variable holds a value that is not understood (the launcher fails the call). */
+int tinfer_gemv_pdl_mode(void);
+
 /* Rungs 05/06's launch choice for M tokens (05_cp_async.cu): stages of the cp.async pipeline,
  * token rows of X staged per stage (0: X read from global memory), tokens per pass, dynamic
  * shared memory per block, blocks per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor,

@@ -1,5 +1,5 @@
 /*
- * test_gemv_pdl.cu — decode rungs 05/06 launched with programmatic dependent launch (PDL) read
+ * test_gemv_pdl.cu — decode rungs 04/05/06 launched with programmatic dependent launch (PDL) read
  * only data the previous kernel on the stream has finished writing.
  *
  * With PDL (TINFER_GEMV_PDL, gemm/decode/05_cp_async.cu) a GEMV block may start while the
@@ -11,7 +11,7 @@
  * plain (the dependent may start as its blocks exit), and "early" (it calls
  * griddepcontrol.launch_dependents first, then spins ~20 us before writing, so the GEMV's blocks
  * are resident long before the data exists: any read issued before the wait sees old values).
- * Repeated ITERS times per (rung 05/06, M = 1/8, X/W, plain/early), fresh values each time; the
+ * Repeated ITERS times per (rung 04/05/06, M = 1/8, X/W, plain/early), fresh values each time; the
  * output is pre-filled with NaN, so an unwritten element fails too.
  * A probe kernel (PDL-launched after the early writer) reads X before and after its own
  * griddepcontrol.wait: stale values after the wait fail the test (the ordering the GEMV relies
@@ -194,10 +194,10 @@ int main(void) {
         if (!total_before) printf("note: no overlap observed before the wait (the GEMV checks below are then weaker)\n");
     }
 
-    /* 5, 6: decode rungs; 30: rung 03 with its own pick (split-K here), 31: rung 03 persistent
+    /* 4, 5, 6: decode rungs; 30: rung 03 with its own pick (split-K here), 31: rung 03 persistent
      * 128 x 256 (no split) */
-    for (int kernel : {5, 6, 30, 31}) {
-        if (kernel != 5 && !sm90) {
+    for (int kernel : {4, 5, 6, 30, 31}) {
+        if (kernel != 5 && kernel != 4 && !sm90) {
             printf("skip rung %02d: needs sm_90\n", kernel >= 30 ? 3 : kernel);
             continue;
         }
