@@ -146,19 +146,17 @@ static __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap 
 static __device__ __forceinline__ void cluster_sync_all(void) {
     asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
-/* The same shared-memory offset in cluster CTA `rank` (mapa), read as 16 bytes over DSMEM. */
+/* The same shared-memory offset in cluster CTA `rank` (mapa). */
 static __device__ __forceinline__ uint32_t cluster_map(const void *p, uint32_t rank) {
     uint32_t r;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
     return r;
 }
-static __device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr) {
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(addr)
+/* 16 bytes stored into cluster CTA shared memory at a mapa address (a posted write: nothing waits
+ * for it until the next cluster barrier). */
+static __device__ __forceinline__ void st_cluster_f4(uint32_t addr, float4 v) {
+    asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
                  : "memory");
-    return v;
 }
 /* K-major, 128-byte swizzle descriptor (§2): LBO unused (1), SBO = 1024 B (8 rows x 128 B). */
 static __device__ __forceinline__ uint64_t wgmma_desc(const void *p) {
@@ -595,29 +593,38 @@ static __global__ void __launch_bounds__(384, 1)
                 ws_mainloop<BN>(d, full, empty, smem, c, tid, 0, kb1 - kb0);
             }
             /* The tile's 8 warp units of 16 rows (u = 4c + warp) are finished by rank
-             * u % ksplit. Every other rank leaves its partial sums for that unit in its own stage
-             * area (idle now: both consumers' wgmmas are done after the named barrier, and every
-             * TMA load of this CTA has landed), the cluster barrier publishes them, and the owner
-             * adds the peers' partials in rank order over DSMEM (deterministic) before its
-             * epilogue. A second barrier keeps every CTA's shared memory alive until the owners
-             * have read it. Units wholly below row M are skipped on both sides. */
+             * u % ksplit. Once every CTA of the cluster is past its mainloop (first cluster
+             * barrier: both consumers' wgmmas done, every TMA load landed, so every stage area is
+             * idle), each other rank pushes its partial sums for the unit into the owner's stage
+             * area with posted DSMEM stores (slot: the owner's o-th unit, o = u / ksplit, and the
+             * pusher's index among the other ranks); the second barrier (release / acquire) makes
+             * them visible, and the owner adds them from its own shared memory in rank order
+             * (deterministic) before its epilogue. Pushing costs no round trip per peer: pulling
+             * (the first version) had the owner warp wait for one DSMEM round trip per peer.
+             * Units wholly below row M are skipped on both sides. */
             asm volatile("bar.sync 1, 256;" ::: "memory");
             const int u = 4 * c + warp;
             const bool unit_live = (int64_t)tm * WS_BM + 16 * u < a.M;
-            float4 *red = (float4 *)smem + (size_t)u * (G::NACC / 4) * 32 + lane;
-            const bool own = u % ksplit == rank;
+            const int32_t owner = u % ksplit;
+            const bool own = owner == rank;
+            constexpr int SLOT = (G::NACC / 4) * 32; /* float4s of one unit's partial sums */
+            /* slot (o, p) of the owner: o = u / ksplit, p = pusher rank with the owner skipped */
+            auto slot = [&](int32_t p) { return (size_t)((u / ksplit) * (ksplit - 1) + p) * SLOT + lane; };
+            cluster_sync_all();
             if (unit_live && !own) {
+                const int32_t p = rank < owner ? rank : rank - 1;
+                const uint32_t base = cluster_map((const float4 *)smem + slot(p), (uint32_t)owner);
 #pragma unroll
-                for (int j = 0; j < G::NACC / 4; j++) red[j * 32] = make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
+                for (int j = 0; j < G::NACC / 4; j++)
+                    st_cluster_f4(base + j * 32 * 16, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
             }
             cluster_sync_all();
             if (unit_live && own) {
-                for (int32_t r = 0; r < ksplit; r++) {
-                    if (r == rank) continue;
-                    const uint32_t base = cluster_map(red, (uint32_t)r);
+                for (int32_t p = 0; p < ksplit - 1; p++) {
+                    const float4 *src = (const float4 *)smem + slot(p);
 #pragma unroll
                     for (int j = 0; j < G::NACC / 4; j++) {
-                        const float4 v = ld_cluster_f4(base + j * 32 * 16);
+                        const float4 v = src[j * 32];
                         d[4 * j] += v.x;
                         d[4 * j + 1] += v.y;
                         d[4 * j + 2] += v.z;
@@ -625,7 +632,6 @@ static __global__ void __launch_bounds__(384, 1)
                     }
                 }
             }
-            cluster_sync_all();
             if (unit_live && own) {
                 const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * (e.sw ? WS_BN / 2 : WS_BN) <= e.nout;
                 const bool whole = (flags & WS_F_VEC) && inside;
