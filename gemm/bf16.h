@@ -149,14 +149,15 @@ typedef enum tinfer_gemm_bf16_path {
  * SmolLM2 (K <= 1536) at M = 128 / 512 rung 04 stays ahead or level (down 7.6 vs 11.2 us, QKV
  * 6.6 vs 8.7). Before rung 03 could split, rung 04 also took long K up to M = 64. */
 #define TINFER_GEMM_BF16_SPLIT_MAX_K 2048
-/* Since rung 03 stores plain BF16 tiles in whole lines (H200 2026-12-02 18:45 UTC, gemm/NOTES.md
- * "Whole-line epilogue"), short rows (K <= TINFER_GEMM_BF16_SPLIT_SHORT_K) stay on rung 04 only
- * for at most TINFER_GEMM_BF16_SPLIT_SHORT_K_MAX_TILES tiles of 128 x 256: SmolLM2 at M = 128
- * QKV (4 tiles) 6.7 us on rung 04 vs 7.1 on rung 03, O (3) 6.4 vs 6.6; gate/up (12) 9.3 vs 7.4;
- * at M = 512 QKV (16) 9.1 vs 7.2, O (12) 8.1 vs 7.1; longer rows keep rung 04 (down, K = 1536,
- * M = 128: 7.8 vs 11.3). */
-#define TINFER_GEMM_BF16_SPLIT_SHORT_K 1024
-#define TINFER_GEMM_BF16_SPLIT_SHORT_K_MAX_TILES 8
+/* Rung 04 keeps a few-tile shape only up to TINFER_GEMM_BF16_SPLIT_MAX_TILES tiles of 128 x 256;
+ * beyond that rung 03 (split-K over a cluster where tiles are few) is faster. Since rung 03 stores
+ * plain BF16 tiles in whole lines (H200 2026-12-02 18:45 UTC, gemm/NOTES.md "Whole-line
+ * epilogue"): SmolLM2 at M = 128 QKV (4 tiles) 6.7 us on rung 04 vs 7.1 on rung 03, O (3) 6.4 vs
+ * 6.6; gate/up (12) 9.3 vs 7.4; at M = 512 QKV (16) 9.1 vs 7.2, O (12) 8.1 vs 7.1. Longer rows
+ * (down, K = 1536) kept rung 04 at every tile count until rung 03's split reduction pushed its
+ * partial sums (session 4, H200 2026-12-03, graph timing): down M = 512 (12 tiles) rung 03 7.67 us
+ * vs rung 04 9.60 (pulled: 9.34); M = 128 (3 tiles) rung 04 still ahead, 6.15 vs 6.68. */
+#define TINFER_GEMM_BF16_SPLIT_MAX_TILES 8
 
 /* AUTO takes the decode GEMV path when M <= TINFER_GEMM_BF16_GEMV_MAX_M, or when M <=
  * TINFER_GEMM_BF16_SMALL_W_MAX_M and the GEMV's weight traffic, the weight read once per 16-token

@@ -10,8 +10,8 @@
  * otherwise, on sm_90, the split-K mma.sync kernel (rung 04: rung 02's small tiles with K split
  * over a thread-block cluster, its own split pick) when the wgmma kernel's 128 x 256 tiles would
  * fill under a quarter of the SMs (TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV) and K is short
- * (TINFER_GEMM_BF16_SPLIT_MAX_K), and the rows are not so short that rung 03 wins
- * (K <= TINFER_GEMM_BF16_SPLIT_SHORT_K with more than _SPLIT_SHORT_K_MAX_TILES tiles), else the
+ * (TINFER_GEMM_BF16_SPLIT_MAX_K) and there are at most TINFER_GEMM_BF16_SPLIT_MAX_TILES of them
+ * (more go to rung 03's own split), else the
  * wgmma kernel (rung 03, which picks its own tile width and, for few tiles and long K, its split-K
  * factor); the WMMA kernel off sm_90. The thresholds come from the
  * sweeps recorded in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=
@@ -128,7 +128,7 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
                           ((nout + bn - 1) / bn);
     const bool few_tiles = tiles * TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV < (int64_t)n_sm;
     const bool split_pays = a->K <= TINFER_GEMM_BF16_SPLIT_MAX_K &&
-                            (a->K > TINFER_GEMM_BF16_SPLIT_SHORT_K || tiles <= TINFER_GEMM_BF16_SPLIT_SHORT_K_MAX_TILES);
+                            tiles <= TINFER_GEMM_BF16_SPLIT_MAX_TILES;
     return few_tiles && split_pays ? TINFER_GEMM_BF16_MMA_SPLITK : TINFER_GEMM_BF16_WGMMA_WS;
 }
 
