@@ -105,6 +105,10 @@ template <int BN> struct WsGeo {
     static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 128 + 8 * WS_SCR_WARP;
     static constexpr int NACC = BN / 2; /* FP32 accumulators per consumer thread (m64nBN) */
     static_assert(SMEM <= 232448, "shared memory per block");
+    /* Split-K: an owner's stage area receives one NACC x 128-byte slot per (owned unit, pusher);
+     * over factors 2..8 with 8 units that is at most (7 / f + 1) * (f - 1) = 12 slots (f = 7). */
+    static constexpr int SPLIT_SLOTS = 12;
+    static_assert(SPLIT_SLOTS * NACC * 128 <= STAGES * STAGE_BYTES, "split-K slots fit the stage area");
     static_assert(2 * STAGES * 8 + 2 * 8 <= 128, "full, empty and the two ping-pong turn barriers fit in 128 B");
 };
 
