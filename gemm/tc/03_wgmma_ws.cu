@@ -75,6 +75,7 @@
 #include "gemm/decode/ptx.cuh"
 #include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
+#include "gemm/tc/sm90.cuh"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -113,60 +114,6 @@ template <int BN> struct WsGeo {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-static __device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-static __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count));
-}
-static __device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
-                 "r"(bytes)
-                 : "memory");
-}
-static __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
-}
-static __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
-    uint32_t done = 0;
-    while (!done) {
-        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     " selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(smem_u32(bar)), "r"(parity)
-                     : "memory");
-    }
-}
-static __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int32_t c0,
-                                                   int32_t c1, uint64_t *bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_u32(dst)),
-                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
-                 : "memory");
-}
-/* Cluster barrier of split-K (every thread of every CTA of the cluster arrives; not .aligned:
- * the producer warp arrives with its lanes diverged). Release / acquire order the partial sums
- * written to shared memory before it against the peers' DSMEM reads after it. */
-static __device__ __forceinline__ void cluster_sync_all(void) {
-    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
-}
-/* The same shared-memory offset in cluster CTA `rank` (mapa). */
-static __device__ __forceinline__ uint32_t cluster_map(const void *p, uint32_t rank) {
-    uint32_t r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
-    return r;
-}
-/* 16 bytes stored into cluster CTA shared memory at a mapa address (a posted write: nothing waits
- * for it until the next cluster barrier). */
-static __device__ __forceinline__ void st_cluster_f4(uint32_t addr, float4 v) {
-    asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
-                 : "memory");
-}
-/* K-major, 128-byte swizzle descriptor (§2): LBO unused (1), SBO = 1024 B (8 rows x 128 B). */
-static __device__ __forceinline__ uint64_t wgmma_desc(const void *p) {
-    return (uint64_t)((smem_u32(p) & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) |
-           ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
-}
 static __device__ __forceinline__ void wgmma_m64n256k16(float d[128], uint64_t da, uint64_t db,
                                                         uint32_t scale_d) {
     asm volatile(
@@ -224,12 +171,6 @@ template <int BN>
 static __device__ __forceinline__ void wgmma_step(float *d, uint64_t da, uint64_t db, uint32_t scale_d) {
     if constexpr (BN == 256) wgmma_m64n256k16(d, da, db, scale_d);
     else wgmma_m64n128k16(d, da, db, scale_d);
-}
-/* Pin the accumulators in place around async wgmma boundaries: the compiler must not move
- * reads or writes of d across the wait / first issue (CUTLASS's warpgroup_fence_operand). */
-template <int N> static __device__ __forceinline__ void fence_acc(float (&d)[N]) {
-#pragma unroll
-    for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
 /* What the epilogue needs, copied into registers once per consumer: reading them through a
  * reference to the kernel's parameter struct measured ~0.7 us per output row on the critical
@@ -800,6 +741,12 @@ static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t
     return TINFER_OK;
 }
 
+/* Shared with rung 05 (gemm_bf16_tc_internal.h): the cached map and the PDL policy. */
+tinfer_status tinfer_gemm_bf16_tma_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
+                                       uint32_t box_rows, const char *what, tinfer_err *err) {
+    return ws_make_map(map, base, rows, K, ld, box_rows, what, err);
+}
+
 /* Tile configuration for a shape: the tile width whose tiles finish soonest, a tile costing its
  * width in columns plus a fixed per-tile cost of TINFER_GEMM_BF16_WGMMA_TILE_FIXED columns
  * (pipeline fill, epilogue), counted in whole rounds of tiles over the SMs (the persistent grid's
@@ -913,13 +860,19 @@ tinfer_status tinfer_gemm_bf16_wgmma_max_clusters(int32_t cfg, int32_t ksplit, i
 /* Programmatic dependent launch for this call: K <= TINFER_GEMM_BF16_WGMMA_PDL_MAX_K (bf16.h), where
  * the launch is a large share of the kernel; TINFER_GEMM_WGMMA_PDL=0 / =1 (read once): never /
  * always (measurement; test-gemv-pdl sets 1 to check the ordering at any K). */
+static int ws_pdl_mode = -1; /* 0 never, 1 always, 2 by K */
 static bool ws_pdl(int64_t K) {
-    static int mode = -1; /* 0 never, 1 always, 2 by K */
-    if (mode < 0) {
+    if (ws_pdl_mode < 0) {
         const char *v = getenv("TINFER_GEMM_WGMMA_PDL");
-        mode = v && !strcmp(v, "0") ? 0 : v && !strcmp(v, "1") ? 1 : 2;
+        ws_pdl_mode = v && !strcmp(v, "0") ? 0 : v && !strcmp(v, "1") ? 1 : 2;
     }
-    return mode == 1 || (mode == 2 && K <= TINFER_GEMM_BF16_WGMMA_PDL_MAX_K);
+    return ws_pdl_mode == 1 || (ws_pdl_mode == 2 && K <= TINFER_GEMM_BF16_WGMMA_PDL_MAX_K);
+}
+
+bool tinfer_gemm_bf16_wgmma_pdl(int64_t K) { return ws_pdl(K); }
+int tinfer_gemm_bf16_wgmma_pdl_mode(void) {
+    (void)ws_pdl(0); /* reads the switch */
+    return ws_pdl_mode;
 }
 
 template <int BN, bool PP>

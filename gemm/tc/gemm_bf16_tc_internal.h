@@ -7,6 +7,8 @@
 
 #include "gemm/bf16.h"
 
+#include <cuda.h>
+
 tinfer_status tinfer_gemm_bf16_wmma(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
 /* Rung 2 (02_mma_sync.cu). cfg: TINFER_GEMM_BF16_MMA_CFG_AUTO (pick by tile count) or a fixed tile
  * config 0 (64x64), 1 (128x64), 2 (128x128); tests and the bench force each config. The caller
@@ -48,5 +50,30 @@ void tinfer_gemm_bf16_wgmma_pick_split(int64_t M, int64_t nout, int64_t K, int32
 tinfer_status tinfer_gemm_bf16_wgmma_max_clusters(int32_t cfg, int32_t ksplit, int32_t *n, tinfer_err *err);
 /* The configuration the AUTO pick takes for M x N' outputs on n_sm SMs (exposed for tests/bench). */
 int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm);
+
+/* Shared by the TMA-fed rungs (03, 05; defined in 03_wgmma_ws.cu): a 2-D BF16 tensor map of a
+ * row-major [rows, K] matrix (leading dimension ld) with boxes of 64 K-columns x box_rows rows and
+ * the 128-byte swizzle, from the per-thread map cache; and whether a launch at this K uses
+ * programmatic dependent launch (TINFER_GEMM_BF16_WGMMA_PDL_MAX_K, TINFER_GEMM_WGMMA_PDL). */
+tinfer_status tinfer_gemm_bf16_tma_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
+                                       uint32_t box_rows, const char *what, tinfer_err *err);
+bool tinfer_gemm_bf16_wgmma_pdl(int64_t K);
+/* TINFER_GEMM_WGMMA_PDL as read: 0 never, 1 always, 2 by K (the default). */
+int tinfer_gemm_bf16_wgmma_pdl_mode(void);
+
+/* Rung 5 (05_wgmma_skinny.cu, sm_90a): the skinny GEMM with the operands swapped, W as wgmma's
+ * 64-row A operand and bt tokens as its N (8, 16, 32 or 64; 0 = the smallest that holds M, 64
+ * above); ksplit 1..8 = a cluster of that many CTAs per tile sharing its k-blocks (lowered so
+ * every CTA has some), 0 = picked (tinfer_gemm_bf16_skinny_pick). The caller has run
+ * tinfer_gemm_bf16_check. */
+tinfer_status tinfer_gemm_bf16_skinny(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t ksplit, cudaStream_t s,
+                                      tinfer_err *err);
+/* Rung 5's token tile for M (8, 16, 32 or 64) and its split factor: the largest f in 2..8 whose
+ * tiles x f CTAs stay within TINFER_GEMM_BF16_SKINNY_FILL_NUM / _DEN of the SMs, with at least
+ * TINFER_GEMM_BF16_SKINNY_MIN_KB k-blocks each and all clusters co-resident (clusters[f]: how many
+ * clusters of f CTAs fit at once); 1 when none does. */
+int32_t tinfer_gemm_bf16_skinny_bt(int64_t M);
+int32_t tinfer_gemm_bf16_skinny_pick(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm,
+                                     const int32_t clusters[9]);
 
 #endif

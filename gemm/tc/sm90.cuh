@@ -1,0 +1,77 @@
+/*
+ * sm90.cuh — Hopper (sm_90a) device helpers shared by the wgmma rungs (03_wgmma_ws.cu,
+ * 05_wgmma_skinny.cu): mbarriers, TMA tile loads, cluster barriers and distributed shared memory
+ * stores, the K-major 128-byte-swizzle wgmma descriptor (HOPPER_GEMM_NOTES section 2) and the
+ * accumulator fence. Compiled only for the sm_90a target (the portable PTX target has no wgmma,
+ * TMA or clusters); included by .cu files only, everything static inline.
+ */
+#ifndef TINFER_GEMM_TC_SM90_CUH
+#define TINFER_GEMM_TC_SM90_CUH
+
+#include <cuda.h>
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+static __device__ __forceinline__ uint32_t smem_u32(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+static __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count));
+}
+static __device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+static __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+static __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
+    uint32_t done = 0;
+    while (!done) {
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(smem_u32(bar)), "r"(parity)
+                     : "memory");
+    }
+}
+static __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int32_t c0,
+                                                   int32_t c1, uint64_t *bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_u32(dst)),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+                 : "memory");
+}
+/* Cluster barrier of split-K (every thread of every CTA of the cluster arrives; not .aligned:
+ * the producer warp arrives with its lanes diverged). Release / acquire order the partial sums
+ * written to shared memory before it against the peers' DSMEM reads after it. */
+static __device__ __forceinline__ void cluster_sync_all(void) {
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+/* The same shared-memory offset in cluster CTA `rank` (mapa). */
+static __device__ __forceinline__ uint32_t cluster_map(const void *p, uint32_t rank) {
+    uint32_t r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
+    return r;
+}
+/* 16 bytes stored into cluster CTA shared memory at a mapa address (a posted write: nothing waits
+ * for it until the next cluster barrier). */
+static __device__ __forceinline__ void st_cluster_f4(uint32_t addr, float4 v) {
+    asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                 : "memory");
+}
+/* K-major, 128-byte swizzle descriptor (§2): LBO unused (1), SBO = 1024 B (8 rows x 128 B). */
+static __device__ __forceinline__ uint64_t wgmma_desc(const void *p) {
+    return (uint64_t)((smem_u32(p) & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) |
+           ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
+}
+/* Pin the accumulators in place around async wgmma boundaries: the compiler must not move
+ * reads or writes of d across the wait / first issue (CUTLASS's warpgroup_fence_operand). */
+template <int N> static __device__ __forceinline__ void fence_acc(float (&d)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+#endif
+
+#endif
