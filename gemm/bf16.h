@@ -22,7 +22,8 @@
  *   decode GEMV  gemm/decode/0{1..5,7}_*.cu (06 lives in 05's file) — M = 1..16 per pass (07: up to 64);
  *                larger M loops over passes
  *   prefill      gemm/tc/01_wmma.cu, gemm/tc/02_mma_sync.cu (rung 02, and rung 04: its split-K over a
- *                cluster, sm_90), gemm/tc/03_wgmma_ws.cu (sm_90a only; 128 x 256 or 128 x 128 tiles)
+ *                cluster, sm_90), gemm/tc/03_wgmma_ws.cu (sm_90a only; 128 x 256 or 128 x 128 tiles),
+ *                gemm/tc/05_wgmma_skinny.cu (sm_90a only; W rows x 8..64 tokens, operands swapped)
  *   dispatch     gemm/tc/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K).
  * Every call is asynchronous on the given stream (never the default stream unless passed),
  * allocates nothing and never synchronises (except under TINFER_CUDA_SYNC_DEBUG=1).
@@ -72,6 +73,7 @@ typedef enum tinfer_gemm_bf16_kernel {
     TINFER_GEMM_BF16_MMA_SYNC = 2, /* 02: mma.sync + ldmatrix + cp.async pipeline, small tiles, sm_80+ */
     TINFER_GEMM_BF16_WGMMA_WS = 3, /* 03: wgmma + TMA + mbarriers, warp-specialised, persistent, tile width per shape */
     TINFER_GEMM_BF16_MMA_SPLITK = 4, /* 04: 02 with K split over a 2/4/8-block cluster, DSMEM reduce (sm_90) */
+    TINFER_GEMM_BF16_WGMMA_SKINNY = 5, /* 05: wgmma with W as the 64-row operand, tokens as N (few tokens, sm_90a) */
 } tinfer_gemm_bf16_kernel;
 
 /* Which path tinfer_gemm_bf16 takes. AUTO reads the debug switch TINFER_GEMM_FORCE
@@ -158,6 +160,35 @@ typedef enum tinfer_gemm_bf16_path {
  * partial sums (session 4, H200 2026-12-03, graph timing): down M = 512 (12 tiles) rung 03 7.67 us
  * vs rung 04 9.60 (pulled: 9.34); M = 128 (3 tiles) rung 04 still ahead, 6.15 vs 6.68. */
 #define TINFER_GEMM_BF16_SPLIT_MAX_TILES 8
+
+/* Rung 05 (the skinny wgmma kernel, 05_wgmma_skinny.cu) splits K over a cluster of f CTAs per
+ * tile: the largest f (2..8) whose CTAs stay within TINFER_GEMM_BF16_SKINNY_FILL_NUM / _DEN of the
+ * SMs, with at least TINFER_GEMM_BF16_SKINNY_MIN_KB k-blocks (of 64) each and every cluster
+ * co-resident; none when even f = 2 passes that. A weight stream runs best on about three
+ * quarters of the SMs, one CTA each (more CTAs than SMs put two on some SMs). H200 session 5
+ * (run 4, stream timing, PDL on, us), Llama-3-8B at M = 16, factor 1 / 2 / 3 / 4 / 6 / 8: QKV (48
+ * tiles) 18.3 / 16.3 / 21.7 / 19.2 / 21.5 / 21.8 (cuBLAS 16.9); down (32 tiles) 55.4 / 35.0 / 33.2 /
+ * 46.3 / 36.0 / 39.3 (cuBLAS 33.5); at M = 32 the same picks (QKV 17.8, down 35.0).
+ * TINFER_GEMM_BF16_SKINNY_KSUB / _KSUB_SPLIT: 64-wide k-blocks per pipeline stage of the persistent
+ * / split kernel (two: each W row read as 256-byte runs). Same run, 1 vs 2 vs 4: SmolLM2 LM head
+ * (persistent) M = 1 / 16 / 32 16.8 / 18.1 / 19.5 vs 16.6 / 17.5 / 19.0 vs 18.9 / 20.1 / 19.0,
+ * Llama gate/up M = 32 64.1 vs 62.7 vs 62.7; split: QKV M = 16 factor 2 16.3 vs 17.2 vs 17.2, down
+ * factor 3 33.2 vs 34.7 vs 34.8. */
+#define TINFER_GEMM_BF16_SKINNY_KSUB 2
+#define TINFER_GEMM_BF16_SKINNY_KSUB_SPLIT 1
+#define TINFER_GEMM_BF16_SKINNY_FILL_NUM 3
+#define TINFER_GEMM_BF16_SKINNY_FILL_DEN 4
+#define TINFER_GEMM_BF16_SKINNY_MIN_KB 2
+/* The GEMM path runs rung 05 on sm_90 for M <= TINFER_GEMM_BF16_SKINNY_MAX_M when the weight has at
+ * least TINFER_GEMM_BF16_SKINNY_MIN_W bytes, and the decode path hands it the short wide weights it
+ * would give GEMV rung 04 (the LM head) at any M. Session 5 (H200, 2026-12-03, stream timing, us,
+ * rung 05 vs the previous pick): SmolLM2 LM head M = 1 / 8 / 16 / 32 16.8 / 17.1 / 17.8 / 19.9 vs
+ * 17.6 / 20.1 / 22.0 / 21.4 (cuBLAS 17.3 / 17.6 / 18.0 / 18.6); Llama-3-8B M = 16 / 32: QKV 19.0 /
+ * 20.2 vs 21.9 / 21.4, gate/up 60.0 / 61.6 vs 70.3 / 68.3, down 36.2 / 37.3 vs 39.7 / 38.8; at
+ * M = 64 it lost on QKV, down and the LM head (22.7 vs 21.7, 39.8 vs 38.1, 23.1 vs 20.9), and on
+ * every SmolLM2 layer weight (<= 3.5 MB: the GEMV and rungs 03 / 04 are 10-40% faster there). */
+#define TINFER_GEMM_BF16_SKINNY_MAX_M 32
+#define TINFER_GEMM_BF16_SKINNY_MIN_W ((int64_t)16 << 20)
 
 /* AUTO takes the decode GEMV path when M <= TINFER_GEMM_BF16_GEMV_MAX_M, or when M <=
  * TINFER_GEMM_BF16_SMALL_W_MAX_M and the GEMV's weight traffic, the weight read once per 16-token

@@ -16,7 +16,9 @@
  * and cublasLt; not part of all), decode (rung 07 and its launch configurations vs rungs 04-06, the dispatcher and
  * cuBLAS at M = 1..64; not part of all), wsplit (rung 03's split-K: each tile width x split
  * factor forced at M = 16..2048 where tiles are few, vs its own pick, rung 04, the dispatcher, cuBLAS
- * and cublasLt; not part of all), all (default: ladder, square, model).
+ * and cublasLt; not part of all), skinny (rung 05, the operand-swapped wgmma kernel, at M = 1..128 with each
+ * split factor forced, vs the dispatcher, rung 03 and both references; not part of all), all (default: ladder,
+ * square, model).
  * Method (METHOD.md): inputs are random BF16 (never zeros), each kernel's output is checked
  * against cuBLAS's before timing (normalized difference printed), warm-up, then 7 batches of
  * launches timed with events, median batch. Weights and activations rotate over enough copies
@@ -255,6 +257,7 @@ static const char *kname(int k) {
     case 8: return "read_pdl";
     case 10: return "read";
     case 40: return "split_auto";
+    case 41: return "skinny";
     case 1: return "gemv01_thread";
     case 2: return "gemv02_warp";
     case 3: return "gemv03_vector";
@@ -285,6 +288,11 @@ static const char *kname(int k) {
     if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 * split factor + (1: 128 x 256) */
         static char nb[32];
         snprintf(nb, sizeof nb, "wg%d_k%d", k % 10 ? 256 : 128, (k - 200) / 10);
+        return nb;
+    }
+    if (k >= 300 && k < 400) { /* rung 05 forced: 300 + 10 * split factor + token tile code (8 << code) */
+        static char nb[32];
+        snprintf(nb, sizeof nb, "sk%d_k%d", 8 << (k % 10), (k - 300) / 10);
         return nb;
     }
     if (k >= 100 && k < 130) { /* rung 04 forced: 100 + 10 * tile config + split factor */
@@ -394,6 +402,11 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_wgmma_ws_cfg(&a, cfg, g_s, &err);
             }
             else if (k == 40) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_MMA_SPLITK, &a, g_s, &err);
+            else if (k == 41) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_SKINNY, &a, g_s, &err);
+            else if (k >= 300 && k < 400) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_skinny(&a, 8 << (k % 10), (k - 300) / 10, g_s, &err);
+            }
             else if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 x split factor + (1: 128 x 256) */
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
                 const int32_t cfg = k % 10 ? TINFER_GEMM_BF16_WGMMA_CFG_256 : TINFER_GEMM_BF16_WGMMA_CFG_128;
@@ -529,11 +542,20 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--graph")) g_graph = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit] [--json F] [--png PREFIX] [--quick] [--graph] [--only SHAPE:M[,...]]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny] [--json F] [--png PREFIX] [--quick] [--graph] [--only SHAPE:M[,...]]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
             fprintf(stderr, "error: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    {
+        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny"};
+        bool known = false;
+        for (const char *k : sets) known = known || !strcmp(set, k);
+        if (!known) {
+            fprintf(stderr, "error: unknown set '%s' (--help lists them)\n", set);
             return 2;
         }
     }
@@ -590,6 +612,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 if (M <= 64) ks.push_back(5); /* threshold sweep: GEMV vs GEMM around 16 */
                 if (M <= 16) ks.push_back(6);
                 ks.push_back(13);
+                if (M <= 128) ks.push_back(41); /* rung 05, the skinny kernel */
                 if (strstr(s.n, "gateup")) ks.push_back(21);
                 if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
                 bench_shape(rs, "model", s.n, M, s.N, s.K, ks);
@@ -664,6 +687,25 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 if (strstr(s.n, "gateup")) ks.push_back(21);
                 if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
                 bench_shape(rs, "splitk", s.n, M, s.N, s.K, ks);
+            }
+    }
+    if (!strcmp(set, "skinny")) {
+        /* rung 05 (operands swapped) at its own pick and with each split factor forced (its own
+         * token tile), against the dispatcher, rung 03 and both references, M = 1..128 */
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"smol_qkv", 960, 576},   {"smol_o", 576, 576},        {"smol_gateup", 3072, 576},
+            {"smol_down", 576, 1536}, {"smol_lmhead", 49152, 576}, {"llama_qkv", 6144, 4096},
+            {"llama_gateup", 28672, 4096}, {"llama_down", 4096, 14336}};
+        for (const auto &s : ms)
+            for (int64_t M : {1, 8, 16, 32, 64, 128}) {
+                std::vector<int> ks = {0, 9, 20, 13, 41};
+                if (M == 1) ks.push_back(8);
+                const int code = M <= 8 ? 0 : M <= 16 ? 1 : M <= 32 ? 2 : 3;
+                const int64_t tiles = ((s.N + 127) / 128) * ((M + 63) / 64);
+                for (int f : {1, 2, 3, 4, 6, 8})
+                    if (f == 1 || tiles * f <= 3 * prop.multiProcessorCount) ks.push_back(300 + 10 * f + code);
+                for (int c = 0; c < code; c++) ks.push_back(310 + c); /* smaller token tiles, unsplit */
+                bench_shape(rs, "skinny", s.n, M, s.N, s.K, ks);
             }
     }
     if (!strcmp(set, "wsplit")) {

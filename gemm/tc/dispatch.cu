@@ -7,7 +7,10 @@
  * TINFER_GEMM_BF16_SMALL_W_TRAFFIC bytes of weight read over the GEMV's 16-token passes (bf16.h)
  * -> the decode GEMV (rung 05, split-K mma fed by
  * cp.async; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 04 for short wide weights);
- * otherwise, on sm_90, the split-K mma.sync kernel (rung 04: rung 02's small tiles with K split
+ * except, on sm_90, short wide weights (K <= TINFER_GEMV_BF16_SHORT_K, N >= TINFER_GEMV_BF16_WIDE_N:
+ * the LM head), which go to the GEMM path's rung 05; otherwise, on sm_90, rung 05 (wgmma with the
+ * operands swapped) for M <= TINFER_GEMM_BF16_SKINNY_MAX_M and weights of at least
+ * TINFER_GEMM_BF16_SKINNY_MIN_W bytes, else the split-K mma.sync kernel (rung 04: rung 02's small tiles with K split
  * over a thread-block cluster, its own split pick) when the wgmma kernel's 128 x 256 tiles would
  * fill under a quarter of the SMs (TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV) and K is short
  * (TINFER_GEMM_BF16_SPLIT_MAX_K) and there are at most TINFER_GEMM_BF16_SPLIT_MAX_TILES of them
@@ -15,7 +18,7 @@
  * wgmma kernel (rung 03, which picks its own tile width and, for few tiles and long K, its split-K
  * factor); the WMMA kernel off sm_90. The thresholds come from the
  * sweeps recorded in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=
- * gemv|gemm forces the path for AUTO calls, =mma|split|wgmma|wmma the GEMM path with that rung; an
+ * gemv|gemm forces the path for AUTO calls, =mma|split|wgmma|skinny|wmma the GEMM path with that rung; an
  * explicit path argument overrides the path (the rung switch still applies to the GEMM path).
  */
 #include "gemm/bf16.h"
@@ -76,12 +79,14 @@ extern "C" tinfer_status tinfer_gemm_bf16_tc(tinfer_gemm_bf16_kernel kernel, con
     case TINFER_GEMM_BF16_WGMMA_WS: return tinfer_gemm_bf16_wgmma_ws(a, stream, err);
     case TINFER_GEMM_BF16_MMA_SPLITK:
         return tinfer_gemm_bf16_mma_split(a, TINFER_GEMM_BF16_MMA_CFG_AUTO, TINFER_GEMM_BF16_MMA_SPLIT_AUTO, stream, err);
+    case TINFER_GEMM_BF16_WGMMA_SKINNY: return tinfer_gemm_bf16_skinny(a, 0, 0, stream, err);
     }
     return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown kernel %d", (int)kernel);
 }
 
 /* TINFER_GEMM_FORCE, read once: 0 none, 1 gemv, 2 gemm, 3 gemm with rung 02 (mma), 4 with rung
- * 03 (wgmma), 5 with rung 01 (wmma), 6 with rung 04 (split: mma.sync split-K over a cluster). */
+ * 03 (wgmma), 5 with rung 01 (wmma), 6 with rung 04 (split: mma.sync split-K over a cluster), 7
+ * with rung 05 (skinny: wgmma with the operands swapped). */
 static int gemm_force(void) {
     static int cached = -1;
     if (cached < 0) {
@@ -93,6 +98,7 @@ static int gemm_force(void) {
                  : !strcmp(s, "wgmma") ? 4
                  : !strcmp(s, "wmma")  ? 5
                  : !strcmp(s, "split") ? 6
+                 : !strcmp(s, "skinny") ? 7
                                        : 0;
     }
     return cached;
@@ -119,9 +125,12 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
     if (f == 4) return TINFER_GEMM_BF16_WGMMA_WS;
     if (f == 5) return TINFER_GEMM_BF16_WMMA;
     if (f == 6) return TINFER_GEMM_BF16_MMA_SPLITK;
+    if (f == 7) return TINFER_GEMM_BF16_WGMMA_SKINNY;
     int major, n_sm;
     device_info(&major, &n_sm);
     if (major != 9) return TINFER_GEMM_BF16_WMMA;
+    if (a->M <= TINFER_GEMM_BF16_SKINNY_MAX_M && a->N * a->K * 2 >= TINFER_GEMM_BF16_SKINNY_MIN_W)
+        return TINFER_GEMM_BF16_WGMMA_SKINNY;
     const int64_t nout = tinfer_gemm_bf16_nout(*a);
     const int64_t bn = a->swiglu ? TINFER_GEMM_BF16_WGMMA_TILE_N / 2 : TINFER_GEMM_BF16_WGMMA_TILE_N;
     const int64_t tiles = ((a->M + TINFER_GEMM_BF16_WGMMA_TILE_M - 1) / TINFER_GEMM_BF16_WGMMA_TILE_M) *
@@ -136,7 +145,13 @@ extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, i
     const int f = gemm_force();
     if (f == 1) return TINFER_GEMM_BF16_PATH_GEMV;
     if (f >= 2) return TINFER_GEMM_BF16_PATH_GEMM;
-    if (M <= TINFER_GEMM_BF16_GEMV_MAX_M) return TINFER_GEMM_BF16_PATH_GEMV;
+    if (M <= TINFER_GEMM_BF16_GEMV_MAX_M) {
+        /* short wide weights (the LM head): rung 05 streams them faster than the GEMV's rung 04 */
+        if (K <= TINFER_GEMV_BF16_SHORT_K && N >= TINFER_GEMV_BF16_WIDE_N && N * K * 2 >= TINFER_GEMM_BF16_SKINNY_MIN_W &&
+            device_is_sm90())
+            return TINFER_GEMM_BF16_PATH_GEMM;
+        return TINFER_GEMM_BF16_PATH_GEMV;
+    }
     if (M <= TINFER_GEMM_BF16_SMALL_W_MAX_M && (M + 15) / 16 * N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_TRAFFIC)
         return TINFER_GEMM_BF16_PATH_GEMV;
     return TINFER_GEMM_BF16_PATH_GEMM;

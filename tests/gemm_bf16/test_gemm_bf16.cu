@@ -72,7 +72,8 @@ typedef struct test_case {
 
 /* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
  * tile configuration id (128, 256 or TINFER_GEMM_BF16_WGMMA_CFG_PP128) + 1000 x split-K factor, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
- * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id] */
+ * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id], 'k' = rung 05 with token tile id % 100 and
+ * split factor id / 100 */
 typedef struct runner {
     char kind;
     int id;
@@ -103,6 +104,10 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a, cu
     if (r->kind == 'w') { /* rung 03 with a tile configuration forced */
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
         return st != TINFER_OK ? st : tinfer_gemm_bf16_wgmma_ws_split(a, r->id % 1000, r->id / 1000 ? r->id / 1000 : 1, s, err);
+    }
+    if (r->kind == 'k') { /* rung 05 with token tile id % 100 and split factor id / 100 forced */
+        const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
+        return st != TINFER_OK ? st : tinfer_gemm_bf16_skinny(a, r->id % 100, r->id / 100 ? r->id / 100 : 1, s, err);
     }
     if (r->kind == 'm') {
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
@@ -402,6 +407,37 @@ static void split_pick(void) {
     }
 }
 
+/* Rung 05's split pick (host arithmetic): the largest factor whose CTAs stay within FILL_NUM /
+ * FILL_DEN (3/4) of the SMs, within the co-resident clusters and at least
+ * TINFER_GEMM_BF16_SKINNY_MIN_KB k-blocks per CTA; none when no factor does. */
+static void skinny_pick(void) {
+    int32_t roomy[9], tight[9];
+    for (int f = 0; f < 9; f++) {
+        roomy[f] = f ? 264 / f : 0; /* two CTAs per SM on 132 SMs */
+        tight[f] = f <= 1 ? roomy[f] : 0;
+    }
+    struct { int64_t M, N, K; int sw; const int32_t *t; int want; } cs[] = {
+        {16, 49152, 576, 0, roomy, 1},    /* SmolLM2 LM head: 384 tiles */
+        {16, 6144, 4096, 0, roomy, 2},    /* Llama QKV: 48 tiles, 2 x 48 <= 99 < 3 x 48 */
+        {64, 4096, 14336, 0, roomy, 3},   /* Llama down: 32 tiles, 3 x 32 <= 99 */
+        {32, 28672, 4096, 1, roomy, 1},   /* Llama gate/up, SwiGLU: 224 tiles of 64 outputs */
+        {16, 6144, 4096, 0, tight, 1},    /* no cluster fits */
+        {16, 960, 128, 0, roomy, 1},      /* two k-blocks: no split keeps >= 2 each */
+        {16, 960, 576, 0, roomy, 5},      /* SmolLM2 QKV: 8 tiles, 9 k-blocks: 6..8 leave a rank none */
+        {100, 4096, 4096, 0, roomy, 1},   /* two token tiles of 64: 64 tiles, 2 x 64 > 99 */
+        {16, 1024, 8192, 0, roomy, 8},    /* 8 tiles: 8 is the largest */
+        {16, 20000, 4096, 0, roomy, 1},   /* 157 tiles */
+    };
+    for (const auto &c : cs) {
+        const int32_t f = tinfer_gemm_bf16_skinny_pick(c.M, c.sw ? c.N / 2 : c.N, c.K, c.sw, 132, c.t);
+        const bool ok = f == c.want;
+        printf("%s skinny pick M=%lld N=%lld K=%lld%s: token tile %d, factor %d (want %d)\n", ok ? "ok  " : "FAIL",
+               (long long)c.M, (long long)c.N, (long long)c.K, c.sw ? " swiglu" : "", (int)tinfer_gemm_bf16_skinny_bt(c.M),
+               (int)f, c.want);
+        if (!ok) g_fail++;
+    }
+}
+
 /* The dispatcher's path choice (host arithmetic, no device): the decode GEMV up to
  * TINFER_GEMM_BF16_GEMV_MAX_M tokens, beyond that only while the weight re-read once per 16-token
  * pass stays within TINFER_GEMM_BF16_SMALL_W_TRAFFIC (bf16.h). Skipped under TINFER_GEMM_FORCE. */
@@ -434,6 +470,7 @@ int main(int argc, char **argv) {
     /* host-only checks first: they run (and can fail) on a machine without a GPU too */
     path_choice();
     split_pick();
+    skinny_pick();
     tinfer_status st = tinfer_device_probe(0, &info, &err);
     if (st == TINFER_ERR_NO_DEVICE) {
         printf("skip: %s (host checks: %d failed)\n", err.msg, g_fail);
@@ -471,7 +508,12 @@ int main(int argc, char **argv) {
                                {'t', 4, "split"},         {'s', 2, "split64x64/2"},  {'s', 4, "split64x64/4"},
                                {'s', 8, "split64x64/8"},  {'s', 12, "split128x64/2"}, {'s', 14, "split128x64/4"},
                                {'s', 18, "split128x64/8"}, {'s', 22, "split128x128/2"}, {'s', 24, "split128x128/4"},
-                               {'s', 28, "split128x128/8"}};
+                               {'s', 28, "split128x128/8"},
+                               /* rung 05 (skinny, operands swapped): entry (auto tile and split), each
+                               * token tile forced (smaller than M: several token tiles), splits */
+                               {'t', 5, "skinny"},        {'k', 8, "skinny8"},       {'k', 16, "skinny16"},
+                               {'k', 32, "skinny32"},     {'k', 64, "skinny64"},     {'k', 300 + 16, "skinny16/k3"},
+                               {'k', 200 + 64, "skinny64/k2"}, {'k', 800 + 8, "skinny8/k8"}, {'k', 500 + 32, "skinny32/k5"}};
     const int n_gemm = (int)(sizeof gemm_all / sizeof gemm_all[0]);
     const runner paths[] = {{'d', TINFER_GEMM_BF16_PATH_GEMV, "path=gemv"}, {'d', TINFER_GEMM_BF16_PATH_GEMM, "path=gemm"}};
     const tinfer_dtype BF = TINFER_DTYPE_BF16, F = TINFER_DTYPE_F32;

@@ -18,7 +18,8 @@
  * on); stale values before it are counted and printed, to show the overlap is real here.
  * The same checks run on the prefill rung 03 (wgmma), PDL-launched for short K and here always
  * (TINFER_GEMM_WGMMA_PDL=1, set below): its own pick at this shape (split-K over a cluster: 4 tiles, K = 4096)
- * and the persistent kernel with 128 x 256 tiles forced.
+ * and the persistent kernel with 128 x 256 tiles forced; and on rung 05 (skinny, ids 32 / 33): its own
+ * pick (split 8 over a cluster: 8 tiles) and unsplit.
  * Also printed: rungs 05/06's launch choice per M (stages, X rows staged, shared memory, blocks
  * per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor), which must be >= 1.
  * The launcher's PDL mode comes from TINFER_GEMV_PDL (unset: the default, which must be a PDL
@@ -195,10 +196,11 @@ int main(void) {
     }
 
     /* 4, 5, 6: decode rungs; 30: rung 03 with its own pick (split-K here), 31: rung 03 persistent
-     * 128 x 256 (no split) */
-    for (int kernel : {4, 5, 6, 30, 31}) {
+     * 128 x 256 (no split); 32 / 33: prefill rung 05 with its own pick (split) / unsplit. The
+     * result lines say "rung 30..33" for these. */
+    for (int kernel : {4, 5, 6, 30, 31, 32, 33}) {
         if (kernel != 5 && kernel != 4 && !sm90) {
-            printf("skip rung %02d: needs sm_90\n", kernel >= 30 ? 3 : kernel);
+            printf("skip kernel %d: needs sm_90\n", kernel);
             continue;
         }
         for (int64_t M : {1, 8})
@@ -238,6 +240,8 @@ int main(void) {
                         const tinfer_status rs =
                             kernel == 30   ? tinfer_gemm_bf16_wgmma_ws_split(&a, TINFER_GEMM_BF16_WGMMA_CFG_AUTO, 0, s, &err)
                             : kernel == 31 ? tinfer_gemm_bf16_wgmma_ws_split(&a, TINFER_GEMM_BF16_WGMMA_CFG_256, 1, s, &err)
+                            : kernel == 32 ? tinfer_gemm_bf16_skinny(&a, 0, 0, s, &err)
+                            : kernel == 33 ? tinfer_gemm_bf16_skinny(&a, 0, 1, s, &err)
                                            : tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)kernel, &a, s, &err);
                         if (rs != TINFER_OK) {
                             printf("FAIL rung %02d: %s\n", kernel, err.msg);
