@@ -808,20 +808,8 @@ template <int BN> static cudaError_t ws_query_clusters(int32_t out[9], int n_sm)
     out[1] = n_sm;
     cudaError_t e = cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM);
     for (int ks = 2; ks <= 8 && e == cudaSuccess; ks++) {
-        cudaLaunchConfig_t lc;
-        cudaLaunchAttribute attr[1];
-        memset(&lc, 0, sizeof lc);
-        lc.gridDim = dim3((unsigned)(ks * n_sm));
-        lc.blockDim = dim3(384);
-        lc.dynamicSmemBytes = (size_t)G::SMEM;
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = (unsigned)ks;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        lc.attrs = attr;
-        lc.numAttrs = 1;
         int n = 0;
-        e = cudaOccupancyMaxActiveClusters(&n, wgmma_ws_kernel<BN, 0, false, true>, &lc);
+        e = tinfer_tc_max_clusters((const void *)wgmma_ws_kernel<BN, 0, false, true>, 384, (size_t)G::SMEM, ks, n_sm, &n);
         out[ks] = n;
     }
     return e;
@@ -915,24 +903,7 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
             flags |= WS_F_LINES | (nout % 8 == 0 ? WS_F_N8 : 0);
         cudaLaunchConfig_t lc;
         cudaLaunchAttribute attr[2];
-        memset(&lc, 0, sizeof lc);
-        lc.gridDim = dim3((unsigned)grid);
-        lc.blockDim = dim3(384);
-        lc.dynamicSmemBytes = (size_t)G::SMEM;
-        lc.stream = s;
-        lc.attrs = attr;
-        if (ksplit > 1) {
-            attr[lc.numAttrs].id = cudaLaunchAttributeClusterDimension;
-            attr[lc.numAttrs].val.clusterDim.x = (unsigned)ksplit;
-            attr[lc.numAttrs].val.clusterDim.y = 1;
-            attr[lc.numAttrs].val.clusterDim.z = 1;
-            lc.numAttrs++;
-        }
-        if (ws_pdl(a->K)) {
-            attr[lc.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attr[lc.numAttrs].val.programmaticStreamSerializationAllowed = 1;
-            lc.numAttrs++;
-        }
+        tinfer_tc_launch_cfg(&lc, attr, (unsigned)grid, 384, (size_t)G::SMEM, s, ksplit, ws_pdl(a->K));
         if (ksplit > 1) {
             if (plain) TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, false, true>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
             else TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, false, true>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, ksplit));

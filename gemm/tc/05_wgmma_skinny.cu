@@ -442,20 +442,8 @@ template <int BT> static cudaError_t sk_query(SkOcc *o, int n_sm) {
                                                               G::p_smem(d ? G::P_DEEP_STAGES : G::P_STAGES));
         o->pers[d] = per_sm * n_sm;
         for (int f = 2; f <= 8 && e == cudaSuccess; f++) {
-            cudaLaunchConfig_t lc;
-            cudaLaunchAttribute attr[1];
-            memset(&lc, 0, sizeof lc);
-            lc.gridDim = dim3((unsigned)(f * n_sm));
-            lc.blockDim = dim3(SK_THREADS);
-            lc.dynamicSmemBytes = (size_t)smem;
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = (unsigned)f;
-            attr[0].val.clusterDim.y = 1;
-            attr[0].val.clusterDim.z = 1;
-            lc.attrs = attr;
-            lc.numAttrs = 1;
             int n = 0;
-            e = cudaOccupancyMaxActiveClusters(&n, sk_kernel<BT, true, 1>, &lc);
+            e = tinfer_tc_max_clusters((const void *)sk_kernel<BT, true, 1>, SK_THREADS, (size_t)smem, f, n_sm, &n);
             o->clusters[d][f] = n;
         }
     }
@@ -525,7 +513,7 @@ static tinfer_status sk_launch(const tinfer_gemm_bf16_args *a, int32_t ksplit, c
         if (tiles * ksplit > INT32_MAX / 2) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 skinny: too many tiles");
         const int dsw = sk_depth_switch();
         const bool deep = ksplit > 1 ? dsw == 2 : dsw != 1;
-        /* k-blocks per stage: the switch's (or 1), lowered until the ring keeps 3 stages and, for
+        /* k-blocks per stage: the switch's or the default, lowered until the ring keeps 3 stages and, for
          * the split kernel, its stage area holds the scratch and the pushed partial sums */
         const int budget = (deep ? SK_SMEM_DEEP : SK_SMEM_WIDE) - (ksplit > 1 ? 0 : G::SCR_BYTES);
         int ksub = sk_ksub_switch();
@@ -540,31 +528,16 @@ static tinfer_status sk_launch(const tinfer_gemm_bf16_args *a, int32_t ksplit, c
         const size_t es = a->y_dtype == TINFER_DTYPE_F32 ? 4 : 2;
         if ((uintptr_t)a->Y % 16 == 0 && (a->ldy * es) % 16 == 0 && (!a->R || ((uintptr_t)a->R % 16 == 0 && (a->ldr * es) % 16 == 0)))
             flags |= SK_F_V16;
+        /* PDL as rung 03 (short K), and wherever no CTA walks several tiles (split, or a
+         * persistent grid with a tile per CTA): a CTA that walks several tiles lost with it (H200
+         * session 5: Llama gate/up M = 16 61.3 -> 64.8 us), one-tile CTAs gained (Llama down M = 16
+         * split 2 35.7 -> 33.7, QKV M = 16 unsplit 19.9 -> 18.2) */
+        const int pm = tinfer_gemm_bf16_wgmma_pdl_mode();
+        const bool pdl = pm == 1 || (pm == 2 && (a->K <= TINFER_GEMM_BF16_WGMMA_PDL_MAX_K || grid >= tiles));
         cudaLaunchConfig_t lc;
         cudaLaunchAttribute attr[2];
-        memset(&lc, 0, sizeof lc);
-        lc.gridDim = dim3((unsigned)grid);
-        lc.blockDim = dim3(SK_THREADS);
-        lc.dynamicSmemBytes = (size_t)(ksplit > 1 ? G::smem((int)stages, ksub) : G::p_smem((int)stages, ksub));
-        lc.stream = s;
-        lc.attrs = attr;
-        if (ksplit > 1) {
-            attr[lc.numAttrs].id = cudaLaunchAttributeClusterDimension;
-            attr[lc.numAttrs].val.clusterDim.x = (unsigned)ksplit;
-            attr[lc.numAttrs].val.clusterDim.y = 1;
-            attr[lc.numAttrs].val.clusterDim.z = 1;
-            lc.numAttrs++;
-        }
-        /* PDL as rung 03 (short K), and wherever no CTA loops over tiles (split, or a persistent
-         * grid with a tile per CTA): a CTA that walks several tiles lost with it (H200 session 5:
-         * Llama gate/up M = 16 61.3 -> 64.8 us), one-tile CTAs gained (Llama down M = 16 split 2
-         * 35.7 -> 33.7, QKV M = 16 unsplit 19.9 -> 18.2) */
-        const int pm = tinfer_gemm_bf16_wgmma_pdl_mode();
-        if (pm == 1 || (pm == 2 && (a->K <= TINFER_GEMM_BF16_WGMMA_PDL_MAX_K || grid >= tiles))) {
-            attr[lc.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attr[lc.numAttrs].val.programmaticStreamSerializationAllowed = 1;
-            lc.numAttrs++;
-        }
+        tinfer_tc_launch_cfg(&lc, attr, (unsigned)grid, SK_THREADS,
+                             (size_t)(ksplit > 1 ? G::smem((int)stages, ksub) : G::p_smem((int)stages, ksub)), s, ksplit, pdl);
         auto *kern = ksplit > 1 ? (ksub == 4 ? sk_kernel<BT, true, 4> : ksub == 2 ? sk_kernel<BT, true, 2> : sk_kernel<BT, true, 1>)
                                 : (ksub == 4 ? sk_kernel<BT, false, 4> : ksub == 2 ? sk_kernel<BT, false, 2> : sk_kernel<BT, false, 1>);
         TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, kern, mw, mx, *a, (int32_t)tiles_t, (int32_t)tiles, kblocks, flags,

@@ -8,6 +8,7 @@
 #include "gemm/bf16.h"
 
 #include <cuda.h>
+#include <string.h>
 
 tinfer_status tinfer_gemm_bf16_wmma(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
 /* Rung 2 (02_mma_sync.cu). cfg: TINFER_GEMM_BF16_MMA_CFG_AUTO (pick by tile count) or a fixed tile
@@ -60,6 +61,41 @@ tinfer_status tinfer_gemm_bf16_tma_map(CUtensorMap *map, const uint16_t *base, i
 bool tinfer_gemm_bf16_wgmma_pdl(int64_t K);
 /* TINFER_GEMM_WGMMA_PDL as read: 0 never, 1 always, 2 by K (the default). */
 int tinfer_gemm_bf16_wgmma_pdl_mode(void);
+
+/* Launch configuration shared by the cluster / PDL launches of rungs 03 and 05: grid x threads
+ * CTAs with smem dynamic shared bytes on stream s, a cluster of `cluster` CTAs along x when it is
+ * above 1, programmatic stream serialization when pdl; attr has room for both attributes. */
+static inline void tinfer_tc_launch_cfg(cudaLaunchConfig_t *lc, cudaLaunchAttribute attr[2], unsigned grid,
+                                        unsigned threads, size_t smem, cudaStream_t s, int cluster, bool pdl) {
+    memset(lc, 0, sizeof *lc);
+    lc->gridDim = dim3(grid);
+    lc->blockDim = dim3(threads);
+    lc->dynamicSmemBytes = smem;
+    lc->stream = s;
+    lc->attrs = attr;
+    if (cluster > 1) {
+        attr[lc->numAttrs].id = cudaLaunchAttributeClusterDimension;
+        attr[lc->numAttrs].val.clusterDim.x = (unsigned)cluster;
+        attr[lc->numAttrs].val.clusterDim.y = 1;
+        attr[lc->numAttrs].val.clusterDim.z = 1;
+        lc->numAttrs++;
+    }
+    if (pdl) {
+        attr[lc->numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[lc->numAttrs].val.programmaticStreamSerializationAllowed = 1;
+        lc->numAttrs++;
+    }
+}
+/* How many clusters of `cluster` CTAs of func (threads each, smem dynamic bytes) the current
+ * device holds at once (cudaOccupancyMaxActiveClusters over a grid of cluster x SMs). */
+static inline cudaError_t tinfer_tc_max_clusters(const void *func, unsigned threads, size_t smem, int cluster, int n_sm,
+                                                 int *n) {
+    cudaLaunchConfig_t lc;
+    cudaLaunchAttribute attr[2];
+    tinfer_tc_launch_cfg(&lc, attr, (unsigned)(cluster * n_sm), threads, smem, 0, cluster, false);
+    *n = 0;
+    return cudaOccupancyMaxActiveClusters(n, func, &lc);
+}
 
 /* Rung 5 (05_wgmma_skinny.cu, sm_90a): the skinny GEMM with the operands swapped, W as wgmma's
  * 64-row A operand and bt tokens as its N (8, 16, 32 or 64; 0 = the smallest that holds M, 64
