@@ -182,11 +182,12 @@ typedef enum tinfer_gemm_bf16_path {
 /* The GEMM path runs rung 05 on sm_90 for M <= TINFER_GEMM_BF16_SKINNY_MAX_M when the weight has at
  * least TINFER_GEMM_BF16_SKINNY_MIN_W bytes, and the decode path hands it the short wide weights it
  * would give GEMV rung 04 (the LM head) at any M. Session 5 (H200, 2026-12-03, stream timing, us,
- * rung 05 vs the previous pick): SmolLM2 LM head M = 1 / 8 / 16 / 32 16.8 / 17.1 / 17.8 / 19.9 vs
- * 17.6 / 20.1 / 22.0 / 21.4 (cuBLAS 17.3 / 17.6 / 18.0 / 18.6); Llama-3-8B M = 16 / 32: QKV 19.0 /
- * 20.2 vs 21.9 / 21.4, gate/up 60.0 / 61.6 vs 70.3 / 68.3, down 36.2 / 37.3 vs 39.7 / 38.8; at
- * M = 64 it lost on QKV, down and the LM head (22.7 vs 21.7, 39.8 vs 38.1, 23.1 vs 20.9), and on
- * every SmolLM2 layer weight (<= 3.5 MB: the GEMV and rungs 03 / 04 are 10-40% faster there). */
+ * rung 05 vs the previous pick, gemm/NOTES.md "Rung 05"): SmolLM2 LM head M = 1 / 8 / 16 / 32 16.7 /
+ * 17.0 / 17.6 / 19.0 vs 17.9 / 20.3 / 21.9 / 21.4 (cuBLAS 17.6 / 17.9 / 18.2 / 18.9); Llama-3-8B
+ * M = 16 / 32: QKV 16.4 / 17.8 vs 21.9 / 21.4, gate/up 61.3 / 62.8 vs 70.3 / 68.3, down 32.8 / 34.9
+ * vs 39.7 / 38.8; at M = 64 it lost to rung 03 on gate/up, down and the LM head (66.2 vs 64.9,
+ * 39.8 vs 38.1, 21.5 vs 20.8) and won only on QKV (20.9 vs 21.5); on every SmolLM2 layer weight
+ * (<= 3.5 MB) the GEMV and rungs 03 / 04 are 10-40% faster at every M. */
 #define TINFER_GEMM_BF16_SKINNY_MAX_M 32
 #define TINFER_GEMM_BF16_SKINNY_MIN_W ((int64_t)16 << 20)
 

@@ -35,10 +35,11 @@
  * past a CTA's share are read from a column past K: all zeros); the epilogue stores only tokens
  * < M and outputs < N'. Constraints: those of rung 03 (K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0, X
  * and W 16-byte aligned); sm_90 only.
- * Measured (H200, session 5, stream timing, us; gemm/NOTES.md "Rung 05"): SmolLM2 LM head
- * M = 1 / 8 / 16 / 32 16.6 / 16.8 / 17.5 / 19.0 (cuBLAS 17.5 / 18.0 / 18.3 / 18.9; rung 03 at
- * M = 16 21.9, GEMV rung 04 at M = 1 / 8 17.6 / 20.1); Llama-3-8B M = 16: QKV 16.3 (cuBLAS 16.9,
- * rung 03 21.9), gate/up 61.6 (58.4, 70.3), down (split 3) 33.2 (33.5, 39.7). Two things cost a
+ * Measured (H200, session 5 run 5, stream timing, us; gemm/NOTES.md "Rung 05"): SmolLM2 LM head
+ * M = 1 / 8 / 16 / 32 16.72 / 16.96 / 17.63 / 18.96 (the faster of cuBLAS / cublasLt 17.58 / 17.93 /
+ * 18.19 / 18.87; before: GEMV rung 04 17.9 / 20.3, rung 03 21.9 / 21.4); Llama-3-8B M = 16: QKV
+ * 16.41 (16.28; rung 03 21.9), gate/up 61.33 (58.45; 70.3), down (split 3) 32.82 (33.55; 39.7).
+ * In graph timing (device only) cuBLAS stays 1-15% ahead at these M. Two things cost a
  * lot on the way: a runtime loop around the wgmmas of a stage made ptxas serialize them (C7520:
  * 16.8 -> 19.5 us on the LM head), so KS is a template parameter and the stage always runs all
  * KS k-blocks; and a CTA that walks several tiles lost with PDL (Llama gate/up 61.3 -> 64.8).
