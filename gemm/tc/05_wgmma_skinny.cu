@@ -417,36 +417,35 @@ int32_t tinfer_gemm_bf16_skinny_pick(int64_t M, int64_t nout, int64_t K, int32_t
 }
 
 /* Occupancy of rung 05 per device and token tile, queried once (which also sets the kernels'
- * shared-memory limit): clusters[d][f] = co-resident clusters of f split CTAs with the wide (d = 0)
- * or deep (d = 1) ring (cudaOccupancyMaxActiveClusters; [d][1] = CTAs per SM x SMs); pers[d] =
- * resident persistent CTAs with that ring. */
+ * shared-memory limit): clusters[f] = co-resident clusters of f split CTAs with the wide ring the
+ * split kernel runs by default (cudaOccupancyMaxActiveClusters; [1] = CTAs per SM x SMs), the
+ * table the split pick reads; pers[d] = resident persistent CTAs with the wide (d = 0) or deep
+ * (d = 1) ring, which sizes the persistent grid. */
 struct SkOcc {
-    int32_t clusters[2][9];
+    int32_t clusters[9];
     int32_t pers[2];
 };
 template <int BT> static cudaError_t sk_query(SkOcc *o, int n_sm) {
     using G = SkGeo<BT>;
-    const int max_smem = SK_SMEM_DEEP;
     cudaError_t e = cudaSuccess;
     void *const kernels[6] = {(void *)sk_kernel<BT, true, 1>,  (void *)sk_kernel<BT, true, 2>,  (void *)sk_kernel<BT, true, 4>,
                               (void *)sk_kernel<BT, false, 1>, (void *)sk_kernel<BT, false, 2>, (void *)sk_kernel<BT, false, 4>};
     for (int i = 0; i < 6 && e == cudaSuccess; i++)
-        e = cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem);
+        e = cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize, SK_SMEM_DEEP);
+    int per_sm = 0;
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sk_kernel<BT, true, 1>, SK_THREADS, G::smem(G::STAGES));
+    o->clusters[0] = 0;
+    o->clusters[1] = per_sm * n_sm;
+    for (int f = 2; f <= 8 && e == cudaSuccess; f++) {
+        int n = 0;
+        e = tinfer_tc_max_clusters((const void *)sk_kernel<BT, true, 1>, SK_THREADS, (size_t)G::smem(G::STAGES), f, n_sm, &n);
+        o->clusters[f] = n;
+    }
     for (int d = 0; d < 2 && e == cudaSuccess; d++) {
-        const int smem = G::smem(d ? G::DEEP_STAGES : G::STAGES);
-        int per_sm = 0;
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sk_kernel<BT, true, 1>, SK_THREADS, smem);
-        o->clusters[d][0] = 0;
-        o->clusters[d][1] = per_sm * n_sm;
-        if (e == cudaSuccess)
-            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sk_kernel<BT, false, 1>, SK_THREADS,
-                                                              G::p_smem(d ? G::P_DEEP_STAGES : G::P_STAGES));
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sk_kernel<BT, false, 1>, SK_THREADS,
+                                                          G::p_smem(d ? G::P_DEEP_STAGES : G::P_STAGES));
         o->pers[d] = per_sm * n_sm;
-        for (int f = 2; f <= 8 && e == cudaSuccess; f++) {
-            int n = 0;
-            e = tinfer_tc_max_clusters((const void *)sk_kernel<BT, true, 1>, SK_THREADS, (size_t)smem, f, n_sm, &n);
-            o->clusters[d][f] = n;
-        }
     }
     return e;
 }
@@ -569,7 +568,7 @@ tinfer_status tinfer_gemm_bf16_skinny(const tinfer_gemm_bf16_args *a, int32_t bt
     if (ksplit == 0) {
         /* picked for the token tile the pick would choose; a forced other tile runs unsplit */
         const int64_t nout = tinfer_gemm_bf16_nout(*a);
-        ksplit = bt == tinfer_gemm_bf16_skinny_bt(a->M) ? tinfer_gemm_bf16_skinny_pick(a->M, nout, a->K, a->swiglu, f.n_sm, occ->clusters[0]) : 1;
+        ksplit = bt == tinfer_gemm_bf16_skinny_bt(a->M) ? tinfer_gemm_bf16_skinny_pick(a->M, nout, a->K, a->swiglu, f.n_sm, occ->clusters) : 1;
     }
     switch (bt) {
     case 8: return sk_launch<8>(a, ksplit, occ, f.n_sm, s, err);
