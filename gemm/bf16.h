@@ -128,7 +128,11 @@ typedef enum tinfer_gemm_bf16_path {
  * (best forced 256 x 4 38.7 / 39.7; 128-wide at best 54.3 / 46.9); down M = 128: 128 x 3 39.8 (best;
  * 256 x 6 45.6); QKV M = 16 / 64: 256 x 4 22.9 / 22.9 (best 256 x 3 22.4 / 22.0); QKV M = 128:
  * 128 x 2 20.4 (best; 256 x 3 25.9). At M <= 64 only one consumer computes and the weight stream
- * is the cost; at M = 128 the 128-wide tile halves the tensor-core time per CTA. */
+ * is the cost; at M = 128 the 128-wide tile halves the tensor-core time per CTA.
+ * Where the 128-wide tiles find no factor and 128 x 144 tiles cover fewer columns (N' = 576), the
+ * fill test and the factor search use 144 (session 6 run 1, H200, graph / stream us: SmolLM2 down
+ * M = 2048 144 x 2 9.80 / 10.38 against the unsplit 128 x 128 10.55 / 10.94). Where 128 splits it
+ * stays (down M = 512: 128 x 4 8.35 stream, 128 x 3 8.39, 144 x 3 / 4 / 6 8.72 / 8.95 / 8.86). */
 #define TINFER_GEMM_BF16_WGMMA_SPLIT_FILL_DIV 2
 #define TINFER_GEMM_BF16_WGMMA_SPLIT_WIDE_MAX_M 64
 #define TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB 2

@@ -34,6 +34,12 @@
  *    meet over distributed shared memory, each 16-row warp unit finished by one rank (details at
  *    the kernel). No tile loop in that instantiation: with one, ptxas serialized the wgmmas
  *    (C7515) and the persistent kernel lost ~14% on large shapes (gemm/NOTES.md, run 2).
+ *  - 128 x 144 tiles (m64n144k16, 5 stages of 34 KB): for outputs 144 divides and 128 does not
+ *    (SmolLM2's 576), where the 128-wide tiles are too many to split: SmolLM2 down M = 2048, 80
+ *    tiles of 128 (no room for clusters) against 64 of 144 in clusters of 2 (H200, session 6 run 1:
+ *    10.55 -> 9.80 us graph, 10.94 -> 10.38 stream; cuBLAS 7.48 / 11.46). Elsewhere 144 measured
+ *    slower than 128 at equal split (down M = 128 / 512, O M = 512 / 2048), so it is not the
+ *    unsplit pick. The epilogue's last 64-column piece then holds 16 columns (SwiGLU: 8).
  *  - Programmatic dependent launch: every CTA waits (griddepcontrol.wait) before touching global
  *    memory, so its launch and barrier setup overlap the previous kernel on the stream.
  * Ragged M / N / K: TMA zero-fills out-of-range rows and K columns (the full box still counts
@@ -94,15 +100,18 @@
 #define WS_F_N8 4 /* N' % 8 == 0: edge tiles may use the whole-line stores too */
 
 /* Geometry of one tile width BN (256: the large-problem tile; 128: twice the tiles, for problems
- * whose 128 x 256 tiles leave SMs idle or quantize badly into waves). Stages fill the same
- * ~192 KB: 4 x 48 KB or 6 x 32 KB. SMEM: + 1024 so the stage buffers can start 1024-byte aligned
+ * whose 128 x 256 tiles leave SMs idle or quantize badly into waves; 144: for outputs 144 divides
+ * and 128 does not, 576 = 4 x 144 being SmolLM2's hidden size, split-K only). Stages fill about
+ * the same ~192 KB: 4 x 48 KB, 6 x 32 KB or 5 x 34 KB. SMEM: + 1024 so the stage buffers can start 1024-byte aligned
  * for the 128B swizzle (§2); + 128 barriers; + 8 warps' epilogue scratch: 231,552 B, under the
  * 232,448 B (227 KB) per-block limit. */
 template <int BN> struct WsGeo {
-    static_assert(BN == 256 || BN == 128, "tile width 128 or 256");
+    static_assert(BN == 256 || BN == 128 || BN == 144, "tile width 128, 144 or 256");
     static constexpr int B_BYTES = BN * WS_BK * 2;
     static constexpr int STAGE_BYTES = WS_A_BYTES + B_BYTES;
-    static constexpr int STAGES = BN == 256 ? 4 : 6;
+    /* each W box (BN / 2 rows of 128 B) starts 1024-byte aligned, as the 128B swizzle needs */
+    static_assert((B_BYTES / 2) % 1024 == 0 && STAGE_BYTES % 1024 == 0, "swizzle atoms stay aligned");
+    static constexpr int STAGES = BN == 256 ? 4 : BN == 144 ? 5 : 6;
     static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 128 + 8 * WS_SCR_WARP;
     static constexpr int NACC = BN / 2; /* FP32 accumulators per consumer thread (m64nBN) */
     static_assert(SMEM <= 232448, "shared memory per block");
@@ -166,10 +175,33 @@ static __device__ __forceinline__ void wgmma_m64n128k16(float d[64], uint64_t da
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
         : "l"(da), "l"(db), "r"(scale_d));
 }
+static __device__ __forceinline__ void wgmma_m64n144k16(float d[72], uint64_t da, uint64_t db,
+                                                        uint32_t scale_d) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %74, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71"
+        "}, %72, %73, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+        : "l"(da), "l"(db), "r"(scale_d));
+}
 /* One m64nBNk16 step on the BN / 2 accumulators of a consumer thread. */
 template <int BN>
 static __device__ __forceinline__ void wgmma_step(float *d, uint64_t da, uint64_t db, uint32_t scale_d) {
     if constexpr (BN == 256) wgmma_m64n256k16(d, da, db, scale_d);
+    else if constexpr (BN == 144) wgmma_m64n144k16(d, da, db, scale_d);
     else wgmma_m64n128k16(d, da, db, scale_d);
 }
 /* What the epilogue needs, copied into registers once per consumer: reading them through a
@@ -207,10 +239,14 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
         uint8_t *sb = (uint8_t *)scr;
         const int64_t row0 = row_slab + 16 * warp, col0 = (int64_t)tn * ow;
 #pragma unroll
-        for (int ch = 0; ch < BN / 64; ch++) {
+        for (int ch = 0; ch < (BN + 63) / 64; ch++) {
             if (ch * 64 >= ow) break;
+            /* output columns of this piece: 64, or fewer in the last piece of a tile width 64 does
+             * not divide (BN = 144: 16; with SwiGLU 8) */
+            const int cw = ow - 64 * ch < 64 ? ow - 64 * ch : 64;
 #pragma unroll
-            for (int i = 32 * ch; i < 32 * ch + 32; i += 2) {
+            for (int i = 32 * ch; i < 32 * ch + 32 && i < NACC; i += 2) {
+                if (8 * (i >> 2) - 64 * ch >= cw) continue; /* past the tile's outputs (SwiGLU: the up half) */
                 const int r = g + 8 * ((i >> 1) & 1), oc = 8 * (i >> 2) + 2 * t;
                 float v0 = d[i], v1 = d[i + 1];
                 if (EPI == 1) {
@@ -237,7 +273,7 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
             for (int q = 0; q < 4; q++) {
                 const int r = lane / 8 + 4 * q, c = lane % 8;
                 const uint4 v = *(const uint4 *)(sb + r * 144 + 16 * c);
-                if (lines == 1 || (row0 + r < e.M && col0 + 64 * ch + 8 * c < e.nout))
+                if (8 * c < cw && (lines == 1 || (row0 + r < e.M && col0 + 64 * ch + 8 * c < e.nout)))
                     *(uint4 *)((uint16_t *)e.Y + (row0 + r) * e.ldy + col0 + 64 * ch + 8 * c) = v;
             }
             __syncwarp();
@@ -254,9 +290,9 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
         uint8_t *sb = (uint8_t *)scr;
         const int64_t row0 = row_slab + 16 * warp, col0 = (int64_t)tn * BN;
 #pragma unroll
-        for (int pc = 0; pc < BN / 32; pc++) {
+        for (int pc = 0; pc < (BN + 31) / 32; pc++) { /* BN = 144: the last piece holds 16 columns */
 #pragma unroll
-            for (int i = 16 * pc; i < 16 * pc + 16; i += 2) {
+            for (int i = 16 * pc; i < 16 * pc + 16 && i < NACC; i += 2) {
                 const int r = g + 8 * ((i >> 1) & 1), oc = 8 * (i >> 2) + 2 * t;
                 const int64_t j = col0 + oc;
                 float v0 = d[i], v1 = d[i + 1];
@@ -271,7 +307,7 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
             for (int q = 0; q < 2; q++) {
                 const int k = lane + 32 * q, r = k / 4, c = k % 4;
                 const int64_t m = row0 + r, j = col0 + 32 * pc + 8 * c;
-                if (lines == 1 || (m < e.M && j < e.nout)) {
+                if (32 * pc + 8 * c < BN && (lines == 1 || (m < e.M && j < e.nout))) {
                     const float4 a0 = *(const float4 *)(sb + r * 144 + 32 * c);
                     const float4 a1 = *(const float4 *)(sb + r * 144 + 32 * c + 16);
                     const uint4 rv = *(const uint4 *)((const uint16_t *)e.R + m * e.ldr + j);
@@ -312,21 +348,23 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
      * are gate and up of output column c (register i and i + NACC / 2). */
     const int64_t rbase = row_slab + 16 * warp;
     const int64_t jbase = e.sw ? (int64_t)tn * (BN / 2) : (int64_t)tn * BN;
-    constexpr int PIECES = BN / 32; /* 32-column pieces of the accumulator tile */
+    constexpr int PIECES = (BN + 31) / 32; /* 32-column pieces of the accumulator tile (BN = 144: the last holds 16) */
+    const int ow = e.sw ? BN / 2 : BN;    /* output columns of the tile */
 #pragma unroll
     for (int pc = 0; pc < PIECES; pc++) {
-        if (e.sw && pc >= PIECES / 2) break;
+        if (pc * 32 >= ow) break;
 #pragma unroll
         for (int q = 0; q < 4; q++)
 #pragma unroll
             for (int k = 0; k < 4; k++) {
                 const int i = 4 * (pc * 4 + q) + k;
+                if (i >= NACC) continue;
                 scr[0][g + 8 * ((k >> 1) & 1)][8 * q + 2 * t + (k & 1)] = d[i];
-                if (pc < PIECES / 2 && e.sw) scr[1][g + 8 * ((k >> 1) & 1)][8 * q + 2 * t + (k & 1)] = d[(i + NACC / 2) % NACC];
+                if (pc * 32 < BN / 2 && e.sw) scr[1][g + 8 * ((k >> 1) & 1)][8 * q + 2 * t + (k & 1)] = d[(i + NACC / 2) % NACC];
             }
         __syncwarp();
         const int64_t j = jbase + pc * 32 + lane;
-        if (j < e.nout) {
+        if (j < e.nout && pc * 32 + lane < ow) {
             const float bg = e.bias ? tinfer_bf16f(e.bias[j]) : 0.f;
             const float bu = e.bias && e.sw ? tinfer_bf16f(e.bias[e.F + j]) : 0.f;
             /* The piece's 16 residual values are loaded before any is used: one round trip per
@@ -770,38 +808,51 @@ int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu,
 }
 
 /* Tile width and split-K factor. The cfg rule's width and no split, unless its tiles are few
- * (tiles x TINFER_GEMM_BF16_WGMMA_SPLIT_FILL_DIV <= SMs) and K >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K:
- * then width 256 for M <= TINFER_GEMM_BF16_WGMMA_SPLIT_WIDE_MAX_M (one consumer computes, the
- * weight stream is the cost; half the tiles leave room for larger clusters), else 128 (the
- * tensor-core time per CTA halves), and the largest factor 2..8 whose clusters are all
- * co-resident (tiles <= clusters[w][factor], the runtime's cudaOccupancyMaxActiveClusters; a
- * cluster count that does not fit runs in two waves: Llama-3-8B down M = 128 with 32 clusters
- * of 4 took 60 us against 40 with 3) with at least TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB k-blocks
- * per CTA. The sweep behind it: bf16.h. */
+ * (tiles x TINFER_GEMM_BF16_WGMMA_SPLIT_FILL_DIV <= SMs, counted at the cfg rule's width or at
+ * 144 where that width is a candidate) and K >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K. Then the
+ * candidate widths are 256 for M <= TINFER_GEMM_BF16_WGMMA_SPLIT_WIDE_MAX_M (one consumer computes,
+ * the weight stream is the cost; half the tiles leave room for larger clusters), else 128 (the
+ * tensor-core time per CTA halves) and 144 where its tiles cover fewer output columns than 128's
+ * (N' = 576: 4 x 144 = 576 against 5 x 128 = 640, and 64 tiles at M = 2048 pair into 64 clusters
+ * of 2 where 80 tiles of 128 find no room), tried only when 128 finds no factor: where both
+ * split, 128 measured faster (SmolLM2 down M = 512: 128 x 4 8.35 us, 144 x 6 8.86; bf16.h). The
+ * first width with a factor takes the largest factor 2..8 whose clusters are all co-resident
+ * (tiles <= clusters[w][factor], the runtime's cudaOccupancyMaxActiveClusters; a cluster count
+ * that does not fit runs in two waves: Llama-3-8B down M = 128 with 32 clusters of 4 took 60 us
+ * against 40 with 3) with at least TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB k-blocks per CTA; no split
+ * when no width has one. The sweep behind it: bf16.h. */
 void tinfer_gemm_bf16_wgmma_pick_split(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm,
-                                       const int32_t clusters[2][9], int32_t *cfg, int32_t *ksplit) {
+                                       const int32_t clusters[TINFER_GEMM_BF16_WGMMA_WIDTHS][9], int32_t *cfg,
+                                       int32_t *ksplit) {
     *cfg = tinfer_gemm_bf16_wgmma_pick_cfg(M, nout, swiglu, n_sm);
     *ksplit = 1;
     const int64_t tiles_m = (M + WS_BM - 1) / WS_BM, kblocks = (K + WS_BK - 1) / WS_BK;
-    const int64_t cols0 = swiglu ? *cfg / 2 : *cfg;
-    if (tiles_m * ((nout + cols0 - 1) / cols0) * TINFER_GEMM_BF16_WGMMA_SPLIT_FILL_DIV > n_sm ||
-        K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K)
-        return;
-    const int w = M <= TINFER_GEMM_BF16_WGMMA_SPLIT_WIDE_MAX_M ? 1 : 0;
-    const int32_t bn = w ? 256 : 128;
-    const int64_t cols = swiglu ? bn / 2 : bn, tiles = tiles_m * ((nout + cols - 1) / cols);
-    for (int32_t ks = 8; ks >= 2; ks--) {
-        const int64_t kper = (kblocks + ks - 1) / ks;
-        if ((kblocks + kper - 1) / kper == ks && kper >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB && tiles <= clusters[w][ks]) {
-            *cfg = bn;
-            *ksplit = ks;
-            return;
+    auto cols = [&](int32_t bn) { return (int64_t)(swiglu ? bn / 2 : bn); };
+    auto tiles_of = [&](int32_t bn) { return tiles_m * ((nout + cols(bn) - 1) / cols(bn)); };
+    const bool wide = M <= TINFER_GEMM_BF16_WGMMA_SPLIT_WIDE_MAX_M;
+    /* 144 where its tiles cover fewer output columns than 128's */
+    const bool use144 = !wide && tiles_of(144) * cols(144) < tiles_of(128) * cols(128);
+    const int64_t few = use144 && tiles_of(144) < tiles_of(*cfg) ? tiles_of(144) : tiles_of(*cfg);
+    if (few * TINFER_GEMM_BF16_WGMMA_SPLIT_FILL_DIV > n_sm || K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K) return;
+    const int32_t cand[2] = {wide ? 256 : 128, use144 ? 144 : 0};
+    for (int32_t bn : cand) {
+        if (!bn) continue;
+        const int64_t tiles = tiles_of(bn);
+        for (int32_t ks = 8; ks >= 2; ks--) {
+            const int64_t kper = (kblocks + ks - 1) / ks;
+            if ((kblocks + kper - 1) / kper == ks && kper >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB &&
+                tiles <= clusters[tinfer_gemm_bf16_wgmma_width_index(bn)][ks]) {
+                *cfg = bn;
+                *ksplit = ks;
+                return;
+            }
         }
     }
 }
 
-/* clusters[w][ks]: how many clusters of ks CTAs of the split kernel with tile width 128 << w can
- * be resident at once (cudaOccupancyMaxActiveClusters; [w][1] = SMs), per device, queried once. */
+/* clusters[w][ks]: how many clusters of ks CTAs of the split kernel with tile width w (the width
+ * index: 128, 256, 144) can be resident at once (cudaOccupancyMaxActiveClusters; [w][1] = SMs), per
+ * device, queried once. */
 template <int BN> static cudaError_t ws_query_clusters(int32_t out[9], int n_sm) {
     using G = WsGeo<BN>;
     out[0] = 0;
@@ -815,12 +866,14 @@ template <int BN> static cudaError_t ws_query_clusters(int32_t out[9], int n_sm)
     return e;
 }
 static tinfer_status ws_clusters(int dev, int n_sm, const int32_t (**out)[9], tinfer_err *err) {
-    static int32_t table[16][2][9];
+    static_assert(TINFER_GEMM_BF16_WGMMA_WIDTHS == 3, "one table row per tile width");
+    static int32_t table[16][TINFER_GEMM_BF16_WGMMA_WIDTHS][9];
     static volatile int have[16];
     if (dev < 0 || dev >= 16) return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: device %d (16 at most)", dev);
     if (!have[dev]) {
         cudaError_t e = ws_query_clusters<128>(table[dev][0], n_sm);
         if (e == cudaSuccess) e = ws_query_clusters<256>(table[dev][1], n_sm);
+        if (e == cudaSuccess) e = ws_query_clusters<144>(table[dev][2], n_sm);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
             return tinfer_err_set(err, TINFER_ERR_CUDA, "gemm_bf16 wgmma: cluster occupancy query failed: %s", cudaGetErrorString(e));
@@ -838,10 +891,10 @@ tinfer_status tinfer_gemm_bf16_wgmma_max_clusters(int32_t cfg, int32_t ksplit, i
     tinfer_status st = tinfer_cuda_current_facts(&f, err);
     if (st != TINFER_OK) return st;
     if (f.cc_major != 9) return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90");
-    if ((cfg != 128 && cfg != 256) || ksplit < 1 || ksplit > 8)
+    if ((cfg != 128 && cfg != 144 && cfg != 256) || ksplit < 1 || ksplit > 8)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: cfg %d / split %d", (int)cfg, (int)ksplit);
     if ((st = ws_clusters(f.device, f.n_sm, &t, err)) != TINFER_OK) return st;
-    *n = t[cfg == 256][ksplit];
+    *n = t[tinfer_gemm_bf16_wgmma_width_index(cfg)][ksplit];
     return TINFER_OK;
 }
 
@@ -940,8 +993,9 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
     if (ksplit == 0) ksplit = 1;
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_256) return ws_launch<256, false>(a, dev, n_sm, ksplit, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_128) return ws_launch<128, false>(a, dev, n_sm, ksplit, s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_144) return ws_launch<144, false>(a, dev, n_sm, ksplit, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128) return ws_launch<128, true>(a, dev, n_sm, 1, s, err);
-    return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tile config %d (256, 128 or %d for ping-pong 128)",
+    return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tile config %d (256, 144, 128 or %d for ping-pong 128)",
                           (int)cfg, TINFER_GEMM_BF16_WGMMA_CFG_PP128);
 }
 

@@ -31,12 +31,16 @@ tinfer_status tinfer_gemm_bf16_mma_split(const tinfer_gemm_bf16_args *a, int32_t
 
 /* Rung 3 with its tile configuration picked per shape (tinfer_gemm_bf16_wgmma_pick_cfg). */
 tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
-/* Rung 3 tile configurations: 128 x 256 and 128 x 128 tiles shared by both consumer warpgroups
- * (ids = the tile width), 128 x 128 tiles owned by one consumer each (ping-pong), or AUTO. */
+/* Rung 3 tile configurations: 128 x 256, 128 x 144 and 128 x 128 tiles shared by both consumer
+ * warpgroups (ids = the tile width), 128 x 128 tiles owned by one consumer each (ping-pong), or AUTO. */
 #define TINFER_GEMM_BF16_WGMMA_CFG_AUTO 0
 #define TINFER_GEMM_BF16_WGMMA_CFG_PP128 1
 #define TINFER_GEMM_BF16_WGMMA_CFG_128 128
+#define TINFER_GEMM_BF16_WGMMA_CFG_144 144
 #define TINFER_GEMM_BF16_WGMMA_CFG_256 256
+/* The split kernel's tile widths, and each one's row in the co-resident cluster tables. */
+#define TINFER_GEMM_BF16_WGMMA_WIDTHS 3
+static inline int tinfer_gemm_bf16_wgmma_width_index(int32_t bn) { return bn == 256 ? 1 : bn == 144 ? 2 : 0; }
 tinfer_status tinfer_gemm_bf16_wgmma_ws_cfg(const tinfer_gemm_bf16_args *a, int32_t cfg, cudaStream_t s, tinfer_err *err);
 /* Rung 3 with tile configuration cfg and split-K factor ksplit: 1 = none, 2..8 = a cluster of
  * that many CTAs per tile sharing its k-blocks (lowered so every CTA has some; not with PP128);
@@ -44,10 +48,12 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_cfg(const tinfer_gemm_bf16_args *a, int3
  * 0 alone no split. _cfg: ksplit 1 for a forced cfg, both picked with AUTO. */
 tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, int32_t cfg, int32_t ksplit, cudaStream_t s,
                                               tinfer_err *err);
-/* The pick: clusters[w][ks] = co-resident clusters of ks split CTAs of width 128 << w. */
+/* The pick: clusters[w][ks] = co-resident clusters of ks split CTAs of the width with index w
+ * (tinfer_gemm_bf16_wgmma_width_index). */
 void tinfer_gemm_bf16_wgmma_pick_split(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm,
-                                       const int32_t clusters[2][9], int32_t *cfg, int32_t *ksplit);
-/* How many clusters of ksplit CTAs of the split kernel (cfg 128 or 256) the current device holds at once. */
+                                       const int32_t clusters[TINFER_GEMM_BF16_WGMMA_WIDTHS][9], int32_t *cfg,
+                                       int32_t *ksplit);
+/* How many clusters of ksplit CTAs of the split kernel (cfg 128, 144 or 256) the current device holds at once. */
 tinfer_status tinfer_gemm_bf16_wgmma_max_clusters(int32_t cfg, int32_t ksplit, int32_t *n, tinfer_err *err);
 /* The configuration the AUTO pick takes for M x N' outputs on n_sm SMs (exposed for tests/bench). */
 int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm);

@@ -379,19 +379,27 @@ static void bad_args(void) {
  * tiles are few and K is long, never with a cluster size whose clusters do not all fit, every
  * CTA with at least TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB k-blocks. */
 static void split_pick(void) {
-    int32_t roomy[2][9], tight[2][9];
-    for (int w = 0; w < 2; w++)
+    int32_t roomy[TINFER_GEMM_BF16_WGMMA_WIDTHS][9], tight[TINFER_GEMM_BF16_WGMMA_WIDTHS][9];
+    for (int w = 0; w < TINFER_GEMM_BF16_WGMMA_WIDTHS; w++)
         for (int k = 0; k < 9; k++) {
             roomy[w][k] = k ? 132 / k : 0;
             tight[w][k] = k <= 1 ? roomy[w][k] : 0; /* no cluster fits */
         }
-    struct { int64_t M, N, K; int sw; const int32_t(*t)[9]; int want_split; } cs[] = {
-        {128, 4096, 14336, 0, roomy, 1}, /* Llama down, 32 tiles of 128 x 128 */
-        {16, 6144, 4096, 0, roomy, 1},   /* Llama QKV at M = 16 */
-        {128, 4096, 14336, 0, tight, 0}, /* no cluster fits: no split */
-        {128, 3072, 576, 0, roomy, 0},   /* short K: no split */
-        {2048, 4096, 4096, 0, roomy, 0}, /* many tiles: no split */
-        {64, 2 * 1024, 8192, 1, roomy, 1},
+    /* want_cfg: the tile width expected (0: any) */
+    struct { int64_t M, N, K; int sw; const int32_t(*t)[9]; int want_split, want_cfg; } cs[] = {
+        {128, 4096, 14336, 0, roomy, 1, 128}, /* Llama down, 32 tiles of 128 x 128 */
+        {16, 6144, 4096, 0, roomy, 1, 256},   /* Llama QKV at M = 16 */
+        {128, 4096, 14336, 0, tight, 0, 0},   /* no cluster fits: no split */
+        {128, 3072, 576, 0, roomy, 0, 0},     /* short K: no split */
+        {2048, 4096, 4096, 0, roomy, 0, 0},   /* many tiles: no split */
+        {64, 2 * 1024, 8192, 1, roomy, 1, 256},
+        /* SmolLM2 down (N' = 576 = 4 x 144): at M = 2048, 80 tiles of 128 find no cluster room,
+         * 64 of 144 pair into clusters of 2; at M = 128 / 512 the 128-wide tiles split, so 144
+         * is not tried */
+        {2048, 576, 1536, 0, roomy, 1, 144},
+        {128, 576, 1536, 0, roomy, 1, 128},
+        {512, 576, 1536, 0, roomy, 1, 128},   /* 128 splits: 144 is not tried */
+        {2048, 576, 1536, 0, tight, 0, 0},    /* no cluster fits: the unsplit tile */
     };
     for (const auto &c : cs) {
         int32_t cfg = 0, ks = 0;
@@ -399,8 +407,10 @@ static void split_pick(void) {
         tinfer_gemm_bf16_wgmma_pick_split(c.M, nout, c.K, c.sw, 132, c.t, &cfg, &ks);
         const int64_t cols = c.sw ? cfg / 2 : cfg, tiles = ((c.M + 127) / 128) * ((nout + cols - 1) / cols);
         const int64_t kb = (c.K + 63) / 64, kper = (kb + ks - 1) / ks;
-        const bool ok = (cfg == 128 || cfg == 256) && ks >= 1 && ks <= 8 && (ks > 1) == (c.want_split != 0) &&
-                        (ks == 1 || (tiles <= c.t[cfg == 256][ks] && kper >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB));
+        const bool ok = (cfg == 128 || cfg == 144 || cfg == 256) && ks >= 1 && ks <= 8 && (ks > 1) == (c.want_split != 0) &&
+                        (!c.want_cfg || cfg == c.want_cfg) &&
+                        (ks == 1 || (tiles <= c.t[tinfer_gemm_bf16_wgmma_width_index(cfg)][ks] &&
+                                     kper >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB));
         printf("%s split pick M=%lld N=%lld K=%lld%s: 128 x %d, factor %d\n", ok ? "ok  " : "FAIL", (long long)c.M,
                (long long)c.N, (long long)c.K, c.sw ? " swiglu" : "", (int)cfg, (int)ks);
         if (!ok) g_fail++;
@@ -499,11 +509,12 @@ int main(int argc, char **argv) {
     const runner gemm_all[] = {{'t', 1, "wmma"},          {'t', 2, "mma"},           {'m', 0, "mma64x64"},
                                {'m', 1, "mma128x64"},     {'m', 2, "mma128x128"},    {'t', 3, "wgmma"},
                                /* rung 03 with each tile configuration forced (its entry picks one per shape) */
-                               {'w', 128, "wgmma128"},    {'w', 256, "wgmma256"},
+                               {'w', 128, "wgmma128"},    {'w', 256, "wgmma256"},    {'w', 144, "wgmma144"},
                                {'w', TINFER_GEMM_BF16_WGMMA_CFG_PP128, "wgmma_pp128"},
                                /* rung 03 split-K over a cluster (id = tile width + 1000 x factor) */
                                {'w', 2000 + 128, "wgmma128/k2"}, {'w', 3000 + 256, "wgmma256/k3"},
                                {'w', 4000 + 256, "wgmma256/k4"}, {'w', 8000 + 128, "wgmma128/k8"},
+                               {'w', 2000 + 144, "wgmma144/k2"}, {'w', 6000 + 144, "wgmma144/k6"},
                                /* rung 04 (split-K over a cluster): entry (auto), config x split factor */
                                {'t', 4, "split"},         {'s', 2, "split64x64/2"},  {'s', 4, "split64x64/4"},
                                {'s', 8, "split64x64/8"},  {'s', 12, "split128x64/2"}, {'s', 14, "split128x64/4"},
@@ -584,6 +595,12 @@ int main(int argc, char **argv) {
          * every epilogue, ragged K (4104 = 64 k-blocks + 8), M = 1, 16, 33, 64, 130 */
         {16, 960, 576, BF, 0, 0, 0, 1},   {64, 576, 1536, BF, 1, 1, 0, 1},    {1, 2 * 1536, 576, BF, 0, 0, 1, 1},
         {130, 700, 2056, F, 1, 1, 0},     {33, 600, 4104, BF, 0, 0, 0, 1},    {64, 2 * 300, 1000, BF, 1, 0, 1},
+        /* 128 x 144 tiles (rung 03 for N' = 576): whole-line stores, whose last 64-column piece
+         * holds 16 columns (SwiGLU: 8), plain / bias + residual / SwiGLU, exact and ragged edges
+         * (N' = 136: an edge tile's lines end inside that piece; 100: the general path) */
+        {2048, 576, 1536, BF, 0, 0, 0, 1}, {512, 576, 1536, BF, 1, 1, 0, 1},  {300, 2 * 576, 1536, BF, 1, 0, 1, 1},
+        {128, 576, 1024, BF, 1, 1, 0, 1},  {64, 2 * 576, 1024, BF, 0, 0, 1, 1}, {130, 136, 136, BF, 0, 0, 0, 1},
+        {130, 100, 136, BF, 1, 0, 0, 1},   {200, 2 * 580, 200, F, 1, 1, 1},    {100, 2 * 136, 520, BF, 1, 0, 1, 1},
     };
     for (const auto &c : pcases) {
         if (gemv_only) break;
