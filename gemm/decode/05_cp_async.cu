@@ -100,6 +100,7 @@
  *   TINFER_GEMV05_XSTAGE=0|1|2  0: never stage X; 1: stage from M = 1; 2: from M = 2 (the
  *                             previous choice). Unset: G05_XSTAGE_MIN_M.
  *   TINFER_GEMV05_STAGES=3..6 force the X-staged kernel's stage count (unset: the rule above).
+ *   TINFER_GEMV06_SPLIT=2|4   rung 06's cluster size (default 2, G06_SPLIT_DEFAULT).
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
@@ -128,6 +129,8 @@
  * none. Prefetching the first S - 1 k-tiles made every shape slower in run 2 (file comment:
  * QKV 15.9 vs 14.6 us, gate/up 59.3 vs 57.5 at M = 1), 16 k-tiles more so (20.1 / 74.3 us). */
 #define G05_PREFETCH_DEFAULT 0
+/* Default of TINFER_GEMV06_SPLIT: rung 06's cluster size (blocks sharing one 16-column tile's K). */
+#define G06_SPLIT_DEFAULT 2
 /* Default of TINFER_GEMV05_XSTAGE: stage X from this many tokens up. */
 #define G05_XSTAGE_MIN_M 1
 
@@ -292,19 +295,22 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
     } else {
         namespace cg = cooperative_groups;
         cg::cluster_group cl = cg::this_cluster();
-        cl.sync(); /* both blocks' partials written (cluster barrier: release/acquire) */
+        cl.sync(); /* every block's partials written (cluster barrier: release/acquire) */
         if (rank == 0 && out_ok) {
-            const float *rr = cl.map_shared_rank(red, 1);
             float sg = 0.f, su = 0.f;
 #pragma unroll
-            for (int w = 0; w < G05_WARPS; w++) {
-                const int i0 = ((w * NZ + 0) * 16 + row) * 16 + tok, i1 = ((w * NZ + NZ - 1) * 16 + row) * 16 + tok;
-                sg += red[i0] + rr[i0];
-                if (SWI) su += red[i1] + rr[i1];
+            for (int r = 0; r < KS; r++) { /* rank order: deterministic */
+                const float *rr = r == 0 ? red : cl.map_shared_rank(red, r);
+#pragma unroll
+                for (int w = 0; w < G05_WARPS; w++) {
+                    const int i0 = ((w * NZ + 0) * 16 + row) * 16 + tok, i1 = ((w * NZ + NZ - 1) * 16 + row) * 16 + tok;
+                    sg += rr[i0];
+                    if (SWI) su += rr[i1];
+                }
             }
             tinfer_bf16_epi_store(a, m, j, sg, su);
         }
-        cl.sync(); /* block 1's shared memory stays alive until block 0 has read it */
+        cl.sync(); /* the other blocks' shared memory stays alive until block 0 has read it */
     }
 }
 
@@ -318,7 +324,7 @@ static int g05_env(const char *name, int dflt, int lo, int hi) {
     return (*end || v < lo || v > hi) ? -2 : (int)v;
 }
 typedef struct g05_switches {
-    int pdl, xstage_min_m, stages, prefetch;
+    int pdl, xstage_min_m, stages, prefetch, split;
 } g05_switches;
 static const g05_switches *g05_get_switches(void) {
     static g05_switches sw;
@@ -329,6 +335,8 @@ static const g05_switches *g05_get_switches(void) {
         const int xs = g05_env("TINFER_GEMV05_XSTAGE", -1, 0, 2);
         sw.xstage_min_m = xs == -1 ? G05_XSTAGE_MIN_M : xs == 0 ? 0x7fffffff : xs == -2 ? -2 : xs;
         sw.stages = g05_env("TINFER_GEMV05_STAGES", 0, 3, 6); /* 0: auto */
+        sw.split = g05_env("TINFER_GEMV06_SPLIT", G06_SPLIT_DEFAULT, 2, 4);
+        if (sw.split == 3) sw.split = -2;
         done = 1;
     }
     return &sw;
@@ -427,10 +435,10 @@ static tinfer_status gemv05_run(const tinfer_gemm_bf16_args *a, cudaStream_t s, 
     tinfer_status st = tinfer_cuda_current_facts(&d, err);
     if (st != TINFER_OK) return st;
     const int dev = d.device;
-    if (sw->pdl == -2 || sw->xstage_min_m == -2 || sw->stages == -2 || sw->prefetch == -2)
+    if (sw->pdl == -2 || sw->xstage_min_m == -2 || sw->stages == -2 || sw->prefetch == -2 || sw->split == -2)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
                               "gemv_bf16 05: TINFER_GEMV_PDL must be 0..4, TINFER_GEMV05_XSTAGE 0..2, "
-                              "TINFER_GEMV05_STAGES 3..6, TINFER_GEMV05_PREFETCH 0..4096");
+                              "TINFER_GEMV05_STAGES 3..6, TINFER_GEMV05_PREFETCH 0..4096, TINFER_GEMV06_SPLIT 2 or 4");
     if (KS > 1 && d.cc_major < 9)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", d.cc_major);
     const int pdl = d.cc_major >= 9 ? sw->pdl : 0; /* griddepcontrol is sm_90 */
@@ -452,7 +460,7 @@ tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStre
 }
 
 tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
-    return gemv05_run<2>(a, s, NULL, err);
+    return g05_get_switches()->split == 4 ? gemv05_run<4>(a, s, NULL, err) : gemv05_run<2>(a, s, NULL, err);
 }
 
 tinfer_status tinfer_gemv05_config(int64_t M, int32_t swiglu, int32_t cluster, tinfer_gemv05_info *info, tinfer_err *err) {

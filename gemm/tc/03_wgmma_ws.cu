@@ -105,20 +105,26 @@
  * the same ~192 KB: 4 x 48 KB, 6 x 32 KB or 5 x 34 KB. SMEM: + 1024 so the stage buffers can start 1024-byte aligned
  * for the 128B swizzle (§2); + 128 barriers; + 8 warps' epilogue scratch: 231,552 B, under the
  * 232,448 B (227 KB) per-block limit. */
-template <int BN> struct WsGeo {
+template <int BN, bool TS = false> struct WsGeo {
     static_assert(BN == 256 || BN == 128 || BN == 144, "tile width 128, 144 or 256");
+    static_assert(!TS || BN % 64 == 0, "TMA-store epilogue: whole 64-column boxes");
     static constexpr int B_BYTES = BN * WS_BK * 2;
     static constexpr int STAGE_BYTES = WS_A_BYTES + B_BYTES;
     /* each W box (BN / 2 rows of 128 B) starts 1024-byte aligned, as the 128B swizzle needs */
     static_assert((B_BYTES / 2) % 1024 == 0 && STAGE_BYTES % 1024 == 0, "swizzle atoms stay aligned");
-    static constexpr int STAGES = BN == 256 ? 4 : BN == 144 ? 5 : 6;
-    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 128 + 8 * WS_SCR_WARP;
+    /* TS (TMA-store epilogue): a 128 x 256 tile's 64 KB output buffer takes a stage */
+    static constexpr int STAGES = BN == 256 ? (TS ? 3 : 4) : BN == 144 ? 5 : 6;
+    /* TS: each consumer's 64-row output slab as BF16 in 64-column boxes of 8 KB (128B swizzle),
+     * 1024-byte aligned after 1 KB of barriers; no per-warp scratch */
+    static constexpr int OUT_BYTES = TS ? 2 * 64 * BN * 2 : 0;
+    static constexpr int OUT_OFFSET = STAGES * STAGE_BYTES + 1024;
+    static constexpr int SMEM = TS ? OUT_OFFSET + OUT_BYTES + 1024 : STAGES * STAGE_BYTES + 1024 + 128 + 8 * WS_SCR_WARP;
     static constexpr int NACC = BN / 2; /* FP32 accumulators per consumer thread (m64nBN) */
     static_assert(SMEM <= 232448, "shared memory per block");
     /* Split-K: an owner's stage area receives one NACC x 128-byte slot per (owned unit, pusher);
      * over factors 2..8 with 8 units that is at most (7 / f + 1) * (f - 1) = 12 slots (f = 7). */
     static constexpr int SPLIT_SLOTS = 12;
-    static_assert(SPLIT_SLOTS * NACC * 128 <= STAGES * STAGE_BYTES, "split-K slots fit the stage area");
+    static_assert(TS || SPLIT_SLOTS * NACC * 128 <= STAGES * STAGE_BYTES, "split-K slots fit the stage area");
     static_assert(2 * STAGES * 8 + 2 * 8 <= 128, "full, empty and the two ping-pong turn barriers fit in 128 B");
 };
 
@@ -398,18 +404,78 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
     }
 }
 
+/* TMA-store epilogue (TS): consumer c's 64-row slab of the tile leaves through its own shared
+ * buffer and TMA stores, so the consumer goes on to its next tile's mainloop while the stores
+ * drain (with the register / whole-line stores both consumers spend that time storing, the tensor
+ * cores idle). Bias and SwiGLU are applied in the registers as in the whole-line path. The buffer
+ * holds ow / 64 boxes of 64 rows x 64 columns (8 KB, the 128-byte swizzle: 16-byte chunk q of row r
+ * at chunk q ^ (r % 8), so the paired 4-byte writes of a warp, lanes (g, t) at row g, chunk
+ * q ^ g, word t, hit 32 different banks). Thread 0 of the consumer first waits until its previous
+ * stores have read the buffer; after the writes every thread fences its writes to the async proxy,
+ * the warpgroup meets at named barrier 2 + c, and thread 0 issues the stores (rows >= M and
+ * columns >= N' are clipped by the tensor map) and commits them as one bulk group.
+ * Measured (H200, session 6 run 2, `tinfer-bench-gemm-bf16 wgmma`, stream timing, us, TMA store vs
+ * whole lines, each tile width's own row): 8192^3 1345 vs 1357, SmolLM2 LM head M = 2048 178.5 vs
+ * 181.4 (128 x 256), M = 512 52.2 vs 49.1 (128 x 256) but 48.8 vs 51.5 (128 x 128), Llama QKV
+ * M = 512 45.4 vs 43.2, gate/up M = 128 66.6 vs 64.2, the SmolLM2 layer shapes +0.3-0.5 us each.
+ * The 128 x 256 tile gives a stage to the 64 KB buffer (3 instead of 4) and the CTA waits for its
+ * last stores before it leaves; what the overlap saves is 1-2% where tiles are many. So the
+ * epilogue was not what kept the LM head at M = 2048 behind cuBLAS, and this path is opt-in
+ * (TINFER_GEMM_WGMMA_EPI=tma), tested, not the default. */
+template <int BN, int EPI>
+static __device__ __forceinline__ void ws_store_tma(const float (&d)[BN / 2], const WsEpi &e, uint8_t *obuf,
+                                                    const CUtensorMap *map_y, int32_t row_slab, int32_t col0, int c,
+                                                    int tid) {
+    constexpr int NACC = BN / 2;
+    const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int ow = e.sw ? BN / 2 : BN;
+    if (tid == 0) bulk_wait_read0();
+    bar_sync(2 + c, 128);
+#pragma unroll
+    for (int i = 0; i < NACC; i += 2) {
+        const int oc = 8 * (i >> 2) + 2 * t; /* tile column of d[i], d[i + 1] */
+        if (8 * (i >> 2) >= ow) continue;     /* SwiGLU: the up half */
+        float v0 = d[i], v1 = d[i + 1];
+        if (EPI == 1) {
+            const int64_t j = (int64_t)col0 + oc;
+            if (e.bias) {
+                v0 += j < e.nout ? tinfer_bf16f(e.bias[j]) : 0.f;
+                v1 += j + 1 < e.nout ? tinfer_bf16f(e.bias[j + 1]) : 0.f;
+            }
+            if (e.sw) {
+                float u0 = d[(i + NACC / 2) % NACC], u1 = d[(i + 1 + NACC / 2) % NACC];
+                if (e.bias) {
+                    u0 += j < e.nout ? tinfer_bf16f(e.bias[e.F + j]) : 0.f;
+                    u1 += j + 1 < e.nout ? tinfer_bf16f(e.bias[e.F + j + 1]) : 0.f;
+                }
+                v0 = v0 / (1.0f + __expf(-v0)) * u0;
+                v1 = v1 / (1.0f + __expf(-v1)) * u1;
+            }
+        }
+        const int r = 16 * warp + g + 8 * ((i >> 1) & 1), q = (oc % 64) / 8;
+        *(uint32_t *)(obuf + (oc / 64) * 8192 + r * 128 + ((q ^ (r & 7)) * 16) + 4 * t) =
+            (uint32_t)tinfer_f2bf16(v0) | ((uint32_t)tinfer_f2bf16(v1) << 16);
+    }
+    fence_proxy_async_smem();
+    bar_sync(2 + c, 128);
+    if (tid == 0 && row_slab < e.M) {
+        for (int b = 0; b < ow / 64; b++) tma_store_2d(map_y, obuf + b * 8192, col0 + 64 * b, row_slab);
+        bulk_commit();
+    }
+}
+
 /* One consumer warpgroup's mainloop over nkb k-blocks, ring iterations it .. it + nkb - 1:
  * wait for the stage, issue its 4 wgmmas (the first zeroes the accumulators), keep one k-block
  * in flight (wait_group 1) and release the stage before it; at the end wait for all and release
  * the last stage. Returns the next ring iteration. */
-template <int BN>
+template <int BN, int STAGES>
 static __device__ __forceinline__ uint32_t ws_mainloop(float (&d)[BN / 2], uint64_t *full, uint64_t *empty, const uint8_t *smem,
                                                        int c, int tid, uint32_t it, int32_t nkb) {
-    using G = WsGeo<BN>;
+    using G = WsGeo<BN>; /* STAGE_BYTES; the ring depth is STAGES (the TS geometry has fewer) */
     uint32_t prev = 0;
     fence_acc(d);
     for (int32_t kb = 0; kb < nkb; kb++, it++) {
-        const uint32_t s = it % G::STAGES, ph = (it / G::STAGES) & 1;
+        const uint32_t s = it % STAGES, ph = (it / STAGES) & 1;
         mbar_wait(&full[s], ph);
         const uint8_t *sa = smem + s * G::STAGE_BYTES + c * (64 * 128), *sb = smem + s * G::STAGE_BYTES + WS_A_BYTES;
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -444,16 +510,18 @@ static __device__ __forceinline__ void ws_tile_coords(int32_t tile, int32_t tile
  * other's wgmmas keep the tensor cores busy; without PP both consumers share each tile (64 rows
  * each) and the tensor cores idle during the epilogue. SPLIT (not with PP): split-K, one tile per
  * CTA, a cluster of ksplit CTAs per tile (the persistent kernel is the !SPLIT instantiation,
- * untouched by the split code). */
-template <int BN, int EPI, bool PP, bool SPLIT>
+ * untouched by the split code). TS (persistent, BN 128 / 256, no residual): the TMA-store epilogue
+ * (ws_store_tma) through map_y, the BF16 output's tensor map; other instantiations ignore map_y. */
+template <int BN, int EPI, bool PP, bool SPLIT, bool TS = false>
 static __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
-                    tinfer_gemm_bf16_args a, int32_t tiles_m, int32_t tiles_n, int32_t kblocks, int32_t flags,
-                    int32_t ksplit) {
+                    const __grid_constant__ CUtensorMap map_y, tinfer_gemm_bf16_args a, int32_t tiles_m,
+                    int32_t tiles_n, int32_t kblocks, int32_t flags, int32_t ksplit) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     static_assert(!PP || BN == 128, "ping-pong tiles are 128 x 128 (128 accumulators per thread)");
     static_assert(!(PP && SPLIT), "no split-K with ping-pong consumers");
-    using G = WsGeo<BN>;
+    static_assert(!TS || (!PP && !SPLIT), "the TMA-store epilogue is the persistent kernel's");
+    using G = WsGeo<BN, TS>;
     constexpr int WS_STAGES = G::STAGES, WS_STAGE_BYTES = G::STAGE_BYTES, WS_B_BYTES = G::B_BYTES;
     constexpr int WS_BN = BN;
     extern __shared__ uint8_t ws_smem_raw[];
@@ -476,6 +544,7 @@ static __global__ void __launch_bounds__(384, 1)
          * now overlaps the barrier setup and the PDL wait instead of the first TMA load. */
         asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&map_x) : "memory");
         asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&map_w) : "memory");
+        if (TS) asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&map_y) : "memory");
         for (int s = 0; s < WS_STAGES; s++) {
             mbar_init(&full[s], 1);           /* the producer's arrive.expect_tx */
             mbar_init(&empty[s], PP ? 1 : 2); /* one arrive per consumer warpgroup reading the stage */
@@ -543,15 +612,28 @@ static __global__ void __launch_bounds__(384, 1)
         e.sw = a.swiglu != 0;
         e.f32 = a.y_dtype == TINFER_DTYPE_F32;
         float(*scr)[16][33] = (float(*)[16][33])(smem + WS_STAGES * WS_STAGE_BYTES + 128 + (c * 4 + warp) * WS_SCR_WARP);
+        (void)scr; /* unused by TS */
         /* whole-line stores: every whole tile; edge tiles too when N' % 8 == 0 */
         auto lines_mode = [&](bool inside) { return !(flags & WS_F_LINES) ? 0 : inside ? 1 : (flags & WS_F_N8) ? 2 : 0; };
-        if constexpr (!PP && !SPLIT) {
+        if constexpr (TS) {
+            float d[G::NACC];
+            uint32_t it = 0;
+            uint8_t *obuf = smem + G::OUT_OFFSET + c * (64 * BN * 2);
+            const int32_t ow = e.sw ? BN / 2 : BN;
+            for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                int32_t tm, tn;
+                ws_tile_coords(tile, tiles_m, tiles_n, tm, tn);
+                it = ws_mainloop<BN, WS_STAGES>(d, full, empty, smem, c, tid, it, kblocks);
+                ws_store_tma<BN, EPI>(d, e, obuf, &map_y, tm * WS_BM + 64 * c, tn * ow, c, tid);
+            }
+            if (tid == 0) bulk_wait0(); /* the last stores complete before the CTA leaves */
+        } else if constexpr (!PP && !SPLIT) {
             float d[G::NACC];
             uint32_t it = 0;
             for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 int32_t tm, tn;
                 ws_tile_coords(tile, tiles_m, tiles_n, tm, tn);
-                it = ws_mainloop<BN>(d, full, empty, smem, c, tid, it, kblocks);
+                it = ws_mainloop<BN, WS_STAGES>(d, full, empty, smem, c, tid, it, kblocks);
                 const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * (e.sw ? WS_BN / 2 : WS_BN) <= e.nout;
                 const bool whole = (flags & WS_F_VEC) && inside;
                 ws_store_slab<BN, EPI>(d, e, (int64_t)tm * WS_BM + 64 * c, tn, whole, lines_mode(inside), scr, warp, lane);
@@ -573,7 +655,7 @@ static __global__ void __launch_bounds__(384, 1)
                     if (tid == 0) mbar_arrive(&empty[s]);
                 }
             } else {
-                ws_mainloop<BN>(d, full, empty, smem, c, tid, 0, kb1 - kb0);
+                ws_mainloop<BN, WS_STAGES>(d, full, empty, smem, c, tid, 0, kb1 - kb0);
             }
             /* The tile's 8 warp units of 16 rows (u = 4c + warp) are finished by rank
              * u % ksplit. Once every CTA of the cluster is past its mainloop (first cluster
@@ -676,7 +758,7 @@ static __global__ void __launch_bounds__(384, 1)
     }
 #else
     /* Built for a target without wgmma (the portable PTX): never silently do nothing. */
-    (void)map_x; (void)map_w; (void)a; (void)tiles_m; (void)tiles_n; (void)kblocks; (void)flags; (void)ksplit;
+    (void)map_x; (void)map_w; (void)map_y; (void)a; (void)tiles_m; (void)tiles_n; (void)kblocks; (void)flags; (void)ksplit;
     __trap();
 #endif
 }
@@ -712,18 +794,21 @@ static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64
     return TINFER_OK;
 }
 
-/* Measurement switches (environment, read once each; documented in README): a switch is off when
- * its variable holds the "off" value. WS_SW_LINES: TINFER_GEMM_WGMMA_EPI=regs keeps the
- * register-direct store of plain BF16 tiles instead of whole lines; WS_SW_MAPCACHE:
- * TINFER_GEMM_WGMMA_MAPCACHE=0 encodes every tensor map on every call. */
-enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_COUNT };
+/* Measurement switches (environment, read once each; documented in README). WS_SW_LINES (on
+ * unless TINFER_GEMM_WGMMA_EPI=regs): whole-line stores of BF16 tiles, else register-direct
+ * stores; WS_SW_TMA (off unless TINFER_GEMM_WGMMA_EPI=tma): the TMA-store epilogue where it
+ * applies (see ws_store_tma: measured no better overall, so not the default); WS_SW_MAPCACHE (on
+ * unless TINFER_GEMM_WGMMA_MAPCACHE=0): cached tensor maps, else every map encoded on every call. */
+enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_TMA, WS_SW_COUNT };
 static bool ws_switch_on(int which) {
-    static int on[WS_SW_COUNT] = {-1, -1};
-    static const char *const name[WS_SW_COUNT] = {"TINFER_GEMM_WGMMA_EPI", "TINFER_GEMM_WGMMA_MAPCACHE"};
-    static const char *const off[WS_SW_COUNT] = {"regs", "0"};
+    static int on[WS_SW_COUNT] = {-1, -1, -1};
+    static const char *const name[WS_SW_COUNT] = {"TINFER_GEMM_WGMMA_EPI", "TINFER_GEMM_WGMMA_MAPCACHE", "TINFER_GEMM_WGMMA_EPI"};
+    static const char *const val[WS_SW_COUNT] = {"regs", "0", "tma"};
+    static const bool val_means_on[WS_SW_COUNT] = {false, false, true};
     if (on[which] < 0) {
         const char *v = getenv(name[which]);
-        on[which] = !(v && !strcmp(v, off[which]));
+        const bool hit = v && !strcmp(v, val[which]);
+        on[which] = val_means_on[which] ? hit : !hit;
     }
     return on[which] != 0;
 }
@@ -920,6 +1005,9 @@ template <int BN, bool PP>
 static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm, int32_t ksplit, cudaStream_t s,
                                tinfer_err *err) {
     using G = WsGeo<BN>;
+    /* the TMA-store instantiations: persistent, whole 64-column boxes */
+    constexpr bool WS_HAS_TS = !PP && BN % 64 == 0;
+    using GT = WsGeo<WS_HAS_TS ? BN : 128, true>;
     tinfer_status status = TINFER_OK;
     CUtensorMap mx, mw;
     static int smem_set_for = -1;
@@ -927,6 +1015,10 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
     if ((status = ws_make_map(&mx, a->X, a->M, a->K, a->ldx, WS_BM, "X", err)) != TINFER_OK) return status;
     if ((status = ws_make_map(&mw, a->W, a->N, a->K, a->ldw, BN / 2, "W", err)) != TINFER_OK) return status;
     if (smem_set_for != dev) {
+        if constexpr (WS_HAS_TS) {
+            TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, false, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, GT::SMEM));
+            TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1, false, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, GT::SMEM));
+        }
         TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, PP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
         TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1, PP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
         if (!PP) {
@@ -954,16 +1046,28 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
         if (a->y_dtype == TINFER_DTYPE_BF16 && (uintptr_t)a->Y % 16 == 0 && a->ldy % 8 == 0 &&
             (!a->R || ((uintptr_t)a->R % 16 == 0 && a->ldr % 8 == 0)) && ws_switch_on(WS_SW_LINES))
             flags |= WS_F_LINES | (nout % 8 == 0 ? WS_F_N8 : 0);
+        /* TMA-store epilogue (TINFER_GEMM_WGMMA_EPI=tma only): the persistent kernel with BF16
+         * output in 16-byte rows, N' % 8 == 0 (a TMA store clipped at a row end that is not a
+         * 16-byte multiple wrote zeros past it, into Y's padding: H200, session 6 run 2), no residual */
+        const bool ts = WS_HAS_TS && ksplit == 1 && (flags & WS_F_LINES) && (flags & WS_F_N8) && !a->R &&
+                        ws_switch_on(WS_SW_TMA);
+        CUtensorMap my = mw; /* unread unless ts */
+        if (ts && (status = ws_make_map(&my, (const uint16_t *)a->Y, a->M, nout, a->ldy, 64, "Y", err)) != TINFER_OK) return status;
         cudaLaunchConfig_t lc;
         cudaLaunchAttribute attr[2];
-        tinfer_tc_launch_cfg(&lc, attr, (unsigned)grid, 384, (size_t)G::SMEM, s, ksplit, ws_pdl(a->K));
+        tinfer_tc_launch_cfg(&lc, attr, (unsigned)grid, 384, (size_t)(ts ? GT::SMEM : G::SMEM), s, ksplit, ws_pdl(a->K));
         if (ksplit > 1) {
-            if (plain) TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, false, true>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
-            else TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, false, true>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
+            if (plain) TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
+            else TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
+        } else if (ts) {
+            if constexpr (WS_HAS_TS) {
+                if (plain) TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, false, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, 1));
+                else TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, false, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, 1));
+            }
         } else if (plain) {
-            TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, PP, false>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, 1));
+            TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, PP, false>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, 1));
         } else {
-            TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, PP, false>, mx, mw, *a, tiles_m, tiles_n, kblocks, flags, 1));
+            TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, PP, false>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, 1));
         }
         TINFER_CUDA_LAUNCH_CHECK(err, "wgmma_ws_kernel");
     }

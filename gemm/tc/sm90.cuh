@@ -43,6 +43,22 @@ static __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap 
                  "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
                  : "memory");
 }
+/* TMA store of one box from shared memory (the async proxy reads it: the writing threads fence
+ * with fence_proxy_async_smem first); rows / columns outside the tensor are not written. */
+static __device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void *src, int32_t c0, int32_t c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"((uint64_t)map),
+                 "r"(c0), "r"(c1), "r"(smem_u32(src))
+                 : "memory");
+}
+static __device__ __forceinline__ void bulk_commit(void) { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+/* this thread's committed bulk stores have read their shared memory (it may be overwritten) */
+static __device__ __forceinline__ void bulk_wait_read0(void) { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+/* this thread's committed bulk stores are complete */
+static __device__ __forceinline__ void bulk_wait0(void) { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+/* generic-proxy shared-memory writes made visible to the async proxy (TMA) */
+static __device__ __forceinline__ void fence_proxy_async_smem(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+/* named barrier id over n threads (whole warps) */
+static __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 /* Cluster barrier of split-K (every thread of every CTA of the cluster arrives; not .aligned:
  * the producer warp arrives with its lanes diverged). Release / acquire order the partial sums
  * written to shared memory before it against the peers' DSMEM reads after it. */

@@ -591,6 +591,9 @@ int main(int argc, char **argv) {
         {300, 1000, 136, BF, 1, 0, 0, 1}, {300, 2 * 1000, 136, BF, 1, 0, 1, 1}, {300, 2 * 1004, 72, BF, 0, 0, 1, 1},
         {300, 1000, 200, BF, 1, 1, 0, 1}, {260, 1004, 64, BF, 0, 1, 0, 1},      {2048, 2 * 1536, 576, BF, 0, 0, 1, 1},
         {1000, 4096, 1024, BF, 0, 1, 0, 1},
+        /* rung 03's TMA-store epilogue (BF16 into 16-byte rows, no residual) with CTAs walking
+         * several tiles (the output buffer reused): plain and bias + SwiGLU, ragged M and N' */
+        {300, 33000, 8, BF, 0, 0, 0, 1},  {700, 2 * 8200, 8, BF, 1, 0, 1, 1},  {190, 2 * 8204, 24, BF, 1, 0, 1, 1},
         /* few tiles (rung 03's split-K, and its M <= 64 tiles where one consumer computes):
          * every epilogue, ragged K (4104 = 64 k-blocks + 8), M = 1, 16, 33, 64, 130 */
         {16, 960, 576, BF, 0, 0, 0, 1},   {64, 576, 1536, BF, 1, 1, 0, 1},    {1, 2 * 1536, 576, BF, 0, 0, 1, 1},
