@@ -98,12 +98,16 @@
 #define WS_F_VEC 1
 #define WS_F_LINES 2
 #define WS_F_N8 4 /* N' % 8 == 0: edge tiles may use the whole-line stores too */
+#define WS_F_ASYNCRED 8 /* split-K: partial sums pushed with st.async onto the owner's mbarrier */
+/* barrier area after the stages: full / empty per stage, two ping-pong turns, four split-K
+ * reduction barriers (a rank owns at most 8 / 2 units of a tile) */
+#define WS_BAR_BYTES 256
 
 /* Geometry of one tile width BN (256: the large-problem tile; 128: twice the tiles, for problems
  * whose 128 x 256 tiles leave SMs idle or quantize badly into waves; 144: for outputs 144 divides
  * and 128 does not, 576 = 4 x 144 being SmolLM2's hidden size, split-K only). Stages fill about
  * the same ~192 KB: 4 x 48 KB, 6 x 32 KB or 5 x 34 KB. SMEM: + 1024 so the stage buffers can start 1024-byte aligned
- * for the 128B swizzle (§2); + 128 barriers; + 8 warps' epilogue scratch: 231,552 B, under the
+ * for the 128B swizzle (§2); + 256 barriers; + 8 warps' epilogue scratch: 231,680 B, under the
  * 232,448 B (227 KB) per-block limit. */
 template <int BN, bool TS = false> struct WsGeo {
     static_assert(BN == 256 || BN == 128 || BN == 144, "tile width 128, 144 or 256");
@@ -118,14 +122,14 @@ template <int BN, bool TS = false> struct WsGeo {
      * 1024-byte aligned after 1 KB of barriers; no per-warp scratch */
     static constexpr int OUT_BYTES = TS ? 2 * 64 * BN * 2 : 0;
     static constexpr int OUT_OFFSET = STAGES * STAGE_BYTES + 1024;
-    static constexpr int SMEM = TS ? OUT_OFFSET + OUT_BYTES + 1024 : STAGES * STAGE_BYTES + 1024 + 128 + 8 * WS_SCR_WARP;
+    static constexpr int SMEM = TS ? OUT_OFFSET + OUT_BYTES + 1024 : STAGES * STAGE_BYTES + 1024 + WS_BAR_BYTES + 8 * WS_SCR_WARP;
     static constexpr int NACC = BN / 2; /* FP32 accumulators per consumer thread (m64nBN) */
     static_assert(SMEM <= 232448, "shared memory per block");
     /* Split-K: an owner's stage area receives one NACC x 128-byte slot per (owned unit, pusher);
      * over factors 2..8 with 8 units that is at most (7 / f + 1) * (f - 1) = 12 slots (f = 7). */
     static constexpr int SPLIT_SLOTS = 12;
     static_assert(TS || SPLIT_SLOTS * NACC * 128 <= STAGES * STAGE_BYTES, "split-K slots fit the stage area");
-    static_assert(2 * STAGES * 8 + 2 * 8 <= 128, "full, empty and the two ping-pong turn barriers fit in 128 B");
+    static_assert((2 * STAGES + 2 + 4) * 8 <= WS_BAR_BYTES, "full, empty, turn and reduction barriers fit");
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -529,6 +533,7 @@ static __global__ void __launch_bounds__(384, 1)
     uint64_t *full = (uint64_t *)(smem + WS_STAGES * WS_STAGE_BYTES);
     uint64_t *empty = full + WS_STAGES;
     uint64_t *turn = empty + WS_STAGES; /* PP: turn[c] = consumer c may start its next mainloop */
+    uint64_t *redb = turn + 2;          /* SPLIT: redb[o] = the owner's o-th unit's partial sums all landed */
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
     const int32_t tiles = tiles_m * tiles_n;
     const int64_t F = a.N / 2;
@@ -553,6 +558,8 @@ static __global__ void __launch_bounds__(384, 1)
             mbar_init(&turn[0], 1);
             mbar_init(&turn[1], 1);
         }
+        if (SPLIT)
+            for (int o = 0; o < 4; o++) mbar_init(&redb[o], 1); /* the owner warp's arrive.expect_tx */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -570,7 +577,7 @@ static __global__ void __launch_bounds__(384, 1)
         if (tid != 0) {
             if (SPLIT) { /* the cluster barriers count every thread */
                 cluster_sync_all();
-                cluster_sync_all();
+                if (!(flags & WS_F_ASYNCRED)) cluster_sync_all();
             }
             return;
         }
@@ -595,7 +602,7 @@ static __global__ void __launch_bounds__(384, 1)
         }
         if (SPLIT) {
             cluster_sync_all();
-            cluster_sync_all();
+            if (!(flags & WS_F_ASYNCRED)) cluster_sync_all();
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -611,7 +618,7 @@ static __global__ void __launch_bounds__(384, 1)
         e.F = F;
         e.sw = a.swiglu != 0;
         e.f32 = a.y_dtype == TINFER_DTYPE_F32;
-        float(*scr)[16][33] = (float(*)[16][33])(smem + WS_STAGES * WS_STAGE_BYTES + 128 + (c * 4 + warp) * WS_SCR_WARP);
+        float(*scr)[16][33] = (float(*)[16][33])(smem + WS_STAGES * WS_STAGE_BYTES + WS_BAR_BYTES + (c * 4 + warp) * WS_SCR_WARP);
         (void)scr; /* unused by TS */
         /* whole-line stores: every whole tile; edge tiles too when N' % 8 == 0 */
         auto lines_mode = [&](bool inside) { return !(flags & WS_F_LINES) ? 0 : inside ? 1 : (flags & WS_F_N8) ? 2 : 0; };
@@ -661,12 +668,16 @@ static __global__ void __launch_bounds__(384, 1)
              * u % ksplit. Once every CTA of the cluster is past its mainloop (first cluster
              * barrier: both consumers' wgmmas done, every TMA load landed, so every stage area is
              * idle), each other rank pushes its partial sums for the unit into the owner's stage
-             * area with posted DSMEM stores (slot: the owner's o-th unit, o = u / ksplit, and the
-             * pusher's index among the other ranks); the second barrier (release / acquire) makes
-             * them visible, and the owner adds them from its own shared memory in rank order
-             * (deterministic) before its epilogue. Pushing costs no round trip per peer: pulling
-             * (the first version) had the owner warp wait for one DSMEM round trip per peer.
-             * Units wholly below row M are skipped on both sides. */
+             * area (slot: the owner's o-th unit, o = u / ksplit, and the pusher's index among the
+             * other ranks), and the owner adds them from its own shared memory in rank order
+             * (deterministic) before its epilogue. WS_F_ASYNCRED (default): the pushes are st.async
+             * stores that count their bytes on the owner's barrier redb[o], whose owner warp
+             * arrives with the (ksplit - 1) x NACC x 128 bytes it expects and waits; else (the
+             * previous version, TINFER_GEMM_WGMMA_SPLITRED=barrier) posted DSMEM stores and a
+             * second cluster barrier (release / acquire), whose release waits for every store of
+             * every rank (MEMBAR.ALL.GPU behind the pushes in the profile). Pushing costs no round
+             * trip per peer: pulling (the first version) had the owner warp wait for one DSMEM
+             * round trip per peer. Units wholly below row M are skipped on both sides. */
             asm volatile("bar.sync 1, 256;" ::: "memory");
             const int u = 4 * c + warp;
             const bool unit_live = (int64_t)tm * WS_BM + 16 * u < a.M;
@@ -675,16 +686,28 @@ static __global__ void __launch_bounds__(384, 1)
             constexpr int SLOT = (G::NACC / 4) * 32; /* float4s of one unit's partial sums */
             /* slot (o, p) of the owner: o = u / ksplit, p = pusher rank with the owner skipped */
             auto slot = [&](int32_t p) { return (size_t)((u / ksplit) * (ksplit - 1) + p) * SLOT + lane; };
+            const bool async_red = (flags & WS_F_ASYNCRED) != 0;
             cluster_sync_all();
             if (unit_live && !own) {
                 const int32_t p = rank < owner ? rank : rank - 1;
                 const uint32_t base = cluster_map((const float4 *)smem + slot(p), (uint32_t)owner);
+                if (async_red) {
+                    const uint32_t bar = cluster_map(&redb[u / ksplit], (uint32_t)owner);
 #pragma unroll
-                for (int j = 0; j < G::NACC / 4; j++)
-                    st_cluster_f4(base + j * 32 * 16, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+                    for (int j = 0; j < G::NACC / 4; j++)
+                        st_async_f4(base + j * 32 * 16, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]), bar);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < G::NACC / 4; j++)
+                        st_cluster_f4(base + j * 32 * 16, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+                }
             }
-            cluster_sync_all();
+            if (!async_red) cluster_sync_all();
             if (unit_live && own) {
+                if (async_red) {
+                    if (lane == 0) mbar_expect_tx(&redb[u / ksplit], (uint32_t)((ksplit - 1) * SLOT * 16));
+                    mbar_wait(&redb[u / ksplit], 0);
+                }
                 for (int32_t p = 0; p < ksplit - 1; p++) {
                     const float4 *src = (const float4 *)smem + slot(p);
 #pragma unroll
@@ -798,13 +821,16 @@ static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64
  * unless TINFER_GEMM_WGMMA_EPI=regs): whole-line stores of BF16 tiles, else register-direct
  * stores; WS_SW_TMA (off unless TINFER_GEMM_WGMMA_EPI=tma): the TMA-store epilogue where it
  * applies (see ws_store_tma: measured no better overall, so not the default); WS_SW_MAPCACHE (on
- * unless TINFER_GEMM_WGMMA_MAPCACHE=0): cached tensor maps, else every map encoded on every call. */
-enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_TMA, WS_SW_COUNT };
+ * unless TINFER_GEMM_WGMMA_MAPCACHE=0): cached tensor maps, else every map encoded on every call;
+ * WS_SW_ASYNCRED (on unless TINFER_GEMM_WGMMA_SPLITRED=barrier): split-K partial sums by st.async
+ * onto the owner's mbarrier, else DSMEM stores and a second cluster barrier. */
+enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_TMA, WS_SW_ASYNCRED, WS_SW_COUNT };
 static bool ws_switch_on(int which) {
-    static int on[WS_SW_COUNT] = {-1, -1, -1};
-    static const char *const name[WS_SW_COUNT] = {"TINFER_GEMM_WGMMA_EPI", "TINFER_GEMM_WGMMA_MAPCACHE", "TINFER_GEMM_WGMMA_EPI"};
-    static const char *const val[WS_SW_COUNT] = {"regs", "0", "tma"};
-    static const bool val_means_on[WS_SW_COUNT] = {false, false, true};
+    static int on[WS_SW_COUNT] = {-1, -1, -1, -1};
+    static const char *const name[WS_SW_COUNT] = {"TINFER_GEMM_WGMMA_EPI", "TINFER_GEMM_WGMMA_MAPCACHE", "TINFER_GEMM_WGMMA_EPI",
+                                                  "TINFER_GEMM_WGMMA_SPLITRED"};
+    static const char *const val[WS_SW_COUNT] = {"regs", "0", "tma", "barrier"};
+    static const bool val_means_on[WS_SW_COUNT] = {false, false, true, false};
     if (on[which] < 0) {
         const char *v = getenv(name[which]);
         const bool hit = v && !strcmp(v, val[which]);
@@ -996,6 +1022,7 @@ static bool ws_pdl(int64_t K) {
 }
 
 bool tinfer_gemm_bf16_wgmma_pdl(int64_t K) { return ws_pdl(K); }
+bool tinfer_gemm_bf16_split_asyncred(void) { return ws_switch_on(WS_SW_ASYNCRED); }
 int tinfer_gemm_bf16_wgmma_pdl_mode(void) {
     (void)ws_pdl(0); /* reads the switch */
     return ws_pdl_mode;
@@ -1046,6 +1073,7 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
         if (a->y_dtype == TINFER_DTYPE_BF16 && (uintptr_t)a->Y % 16 == 0 && a->ldy % 8 == 0 &&
             (!a->R || ((uintptr_t)a->R % 16 == 0 && a->ldr % 8 == 0)) && ws_switch_on(WS_SW_LINES))
             flags |= WS_F_LINES | (nout % 8 == 0 ? WS_F_N8 : 0);
+        if (ksplit > 1 && ws_switch_on(WS_SW_ASYNCRED)) flags |= WS_F_ASYNCRED;
         /* TMA-store epilogue (TINFER_GEMM_WGMMA_EPI=tma only): the persistent kernel with BF16
          * output in 16-byte rows, N' % 8 == 0 (a TMA store clipped at a row end that is not a
          * 16-byte multiple wrote zeros past it, into Y's padding: H200, session 6 run 2), no residual */

@@ -62,6 +62,8 @@
 #define SK_THREADS 160
 /* kernel flags: 16-byte BF16 / FP32 stores of 8 outputs (Y, R and their rows 16-byte aligned) */
 #define SK_F_V16 1
+/* split-K partial sums pushed with st.async onto the owner's mbarrier (else a second cluster barrier) */
+#define SK_F_ASYNCRED 2
 
 template <int BT> struct SkGeo {
     static_assert(BT == 8 || BT == 16 || BT == 32 || BT == 64, "token tile 8, 16, 32 or 64");
@@ -89,6 +91,8 @@ template <int BT> struct SkGeo {
     static_assert(SUB_BYTES % 1024 == 0, "stages keep the 1024-byte swizzle alignment");
     static_assert(SCR_BYTES + MAX_SLOTS * SLOT_BYTES <= STAGES * SUB_BYTES, "scratch and split slots fit the stages");
     static_assert(2 * 16 * 8 <= SK_BAR_BYTES, "barriers of 16 stages fit");
+    /* the split kernel's two reduction barriers follow its full / empty barriers */
+    static_assert((2 * DEEP_STAGES + 2) * 8 <= SK_BAR_BYTES, "split ring barriers and reduction barriers fit");
     static_assert(p_smem(P_DEEP_STAGES) <= SK_SMEM_DEEP && smem(DEEP_STAGES) <= SK_SMEM_DEEP, "per-block limit");
 };
 
@@ -274,6 +278,7 @@ static __global__ void __launch_bounds__(SK_THREADS, 1)
     const uint32_t stage_bytes = KS * G::SUB_BYTES;
     uint64_t *full = (uint64_t *)(smem + stages * stage_bytes);
     uint64_t *empty = full + stages;
+    uint64_t *redb = empty + stages; /* SPLIT: redb[o] = the owner's o-th warp's partial sums all landed */
     float *scr = SPLIT ? (float *)smem : (float *)(smem + stages * stage_bytes + SK_BAR_BYTES);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int32_t rank = SPLIT ? (int32_t)(blockIdx.x % ksplit) : 0;
@@ -290,6 +295,10 @@ static __global__ void __launch_bounds__(SK_THREADS, 1)
         for (uint32_t s = 0; s < stages; s++) {
             mbar_init(&full[s], 1);  /* the producer's arrive.expect_tx */
             mbar_init(&empty[s], 1); /* the consumer warpgroup's release */
+        }
+        if (SPLIT) {
+            mbar_init(&redb[0], 1); /* the owner warp's arrive.expect_tx */
+            mbar_init(&redb[1], 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -331,7 +340,7 @@ static __global__ void __launch_bounds__(SK_THREADS, 1)
         }
         if (SPLIT) { /* the cluster barriers count every thread */
             cluster_sync_all();
-            cluster_sync_all();
+            if (!(flags & SK_F_ASYNCRED)) cluster_sync_all();
         }
         return;
     }
@@ -357,23 +366,39 @@ static __global__ void __launch_bounds__(SK_THREADS, 1)
         sk_mainloop<BT, KS>(d0, d1, full, empty, smem, stages, 0, kb0, kb1);
         /* Every rank past its mainloop (all wgmmas done, every TMA load landed): the stage areas
          * are idle. Non-owners push both slabs' partial sums of this warp into the owner's slot
-         * (o = warp / ksplit of the owner's warps, p = the pusher's index without the owner), a
-         * second barrier publishes them, the owner adds them in rank order. */
+         * (o = warp / ksplit of the owner's warps, p = the pusher's index without the owner), the
+         * owner adds them in rank order. As in rung 03: SK_F_ASYNCRED (default) pushes with
+         * st.async counted on the owner's barrier redb[o], else DSMEM stores and a second
+         * cluster barrier publish them. */
         const int32_t owner = warp % ksplit;
         cluster_sync_all();
         auto slot = [&](int32_t p) {
             return (size_t)G::SCR_BYTES + (size_t)((warp / ksplit) * (ksplit - 1) + p) * G::SLOT_BYTES + (size_t)lane * 16;
         };
+        const bool async_red = (flags & SK_F_ASYNCRED) != 0;
         if (owner != rank) {
             const uint32_t base = cluster_map(smem + slot(rank < owner ? rank : rank - 1), (uint32_t)owner);
+            if (async_red) {
+                const uint32_t bar = cluster_map(&redb[warp / ksplit], (uint32_t)owner);
 #pragma unroll
-            for (int j = 0; j < G::NACC / 4; j++) {
-                st_cluster_f4(base + j * 512, make_float4(d0[4 * j], d0[4 * j + 1], d0[4 * j + 2], d0[4 * j + 3]));
-                st_cluster_f4(base + (G::NACC / 4 + j) * 512, make_float4(d1[4 * j], d1[4 * j + 1], d1[4 * j + 2], d1[4 * j + 3]));
+                for (int j = 0; j < G::NACC / 4; j++) {
+                    st_async_f4(base + j * 512, make_float4(d0[4 * j], d0[4 * j + 1], d0[4 * j + 2], d0[4 * j + 3]), bar);
+                    st_async_f4(base + (G::NACC / 4 + j) * 512, make_float4(d1[4 * j], d1[4 * j + 1], d1[4 * j + 2], d1[4 * j + 3]), bar);
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < G::NACC / 4; j++) {
+                    st_cluster_f4(base + j * 512, make_float4(d0[4 * j], d0[4 * j + 1], d0[4 * j + 2], d0[4 * j + 3]));
+                    st_cluster_f4(base + (G::NACC / 4 + j) * 512, make_float4(d1[4 * j], d1[4 * j + 1], d1[4 * j + 2], d1[4 * j + 3]));
+                }
             }
         }
-        cluster_sync_all();
+        if (!async_red) cluster_sync_all();
         if (owner == rank) {
+            if (async_red) {
+                if (lane == 0) mbar_expect_tx(&redb[warp / ksplit], (uint32_t)((ksplit - 1) * G::SLOT_BYTES));
+                mbar_wait(&redb[warp / ksplit], 0);
+            }
             for (int32_t p = 0; p < ksplit - 1; p++) {
                 const uint8_t *src = smem + slot(p);
 #pragma unroll
@@ -528,6 +553,7 @@ static tinfer_status sk_launch(const tinfer_gemm_bf16_args *a, int32_t ksplit, c
         const size_t es = a->y_dtype == TINFER_DTYPE_F32 ? 4 : 2;
         if ((uintptr_t)a->Y % 16 == 0 && (a->ldy * es) % 16 == 0 && (!a->R || ((uintptr_t)a->R % 16 == 0 && (a->ldr * es) % 16 == 0)))
             flags |= SK_F_V16;
+        if (ksplit > 1 && tinfer_gemm_bf16_split_asyncred()) flags |= SK_F_ASYNCRED;
         /* PDL as rung 03 (short K), and wherever no CTA walks several tiles (split, or a
          * persistent grid with a tile per CTA): a CTA that walks several tiles lost with it (H200
          * session 5: Llama gate/up M = 16 61.3 -> 64.8 us), one-tile CTAs gained (Llama down M = 16

@@ -64,6 +64,9 @@ int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu,
  * programmatic dependent launch (TINFER_GEMM_BF16_WGMMA_PDL_MAX_K, TINFER_GEMM_WGMMA_PDL). */
 tinfer_status tinfer_gemm_bf16_tma_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
                                        uint32_t box_rows, const char *what, tinfer_err *err);
+/* Split-K reduction of rungs 03 and 05: st.async onto the owner's mbarrier (default), or DSMEM
+ * stores and a second cluster barrier (TINFER_GEMM_WGMMA_SPLITRED=barrier, read once). */
+bool tinfer_gemm_bf16_split_asyncred(void);
 bool tinfer_gemm_bf16_wgmma_pdl(int64_t K);
 /* TINFER_GEMM_WGMMA_PDL as read: 0 never, 1 always, 2 by K (the default). */
 int tinfer_gemm_bf16_wgmma_pdl_mode(void);

@@ -43,6 +43,14 @@ static __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap 
                  "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
                  : "memory");
 }
+/* Remote store of 16 B into a peer CTA's shared memory (addr from cluster_map) that signals the
+ * peer's mbarrier (mbar from cluster_map) with complete_tx of its 16 bytes: the peer waits on
+ * that barrier instead of a cluster barrier, and no release fence sits behind the stores. */
+static __device__ __forceinline__ void st_async_f4(uint32_t addr, float4 v, uint32_t mbar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(addr),
+                 "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(mbar)
+                 : "memory");
+}
 /* TMA store of one box from shared memory (the async proxy reads it: the writing threads fence
  * with fence_proxy_async_smem first); rows / columns outside the tensor are not written. */
 static __device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void *src, int32_t c0, int32_t c1) {
