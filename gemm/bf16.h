@@ -54,6 +54,11 @@ typedef struct tinfer_gemm_bf16_args {
     int64_t ldy;
     tinfer_dtype y_dtype; /* TINFER_DTYPE_BF16 or TINFER_DTYPE_F32 */
     int32_t swiglu;       /* 1: W is [gate; up], Y[:, j] = silu(gate_j) * up_j */
+    /* 1: nothing still running or queued before this call on its stream writes W (model weights,
+     * written once at load time). Kernels launched with programmatic dependent launch may then
+     * start reading W before the previous kernel has finished (decode rungs 05 / 06). 0 (the
+     * zero-initialised default): W is treated like X. */
+    int32_t w_static;
 } tinfer_gemm_bf16_args;
 
 /* Decode GEMV ladder rungs (gemm/decode/). */

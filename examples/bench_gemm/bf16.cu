@@ -26,7 +26,8 @@
  * The copy ceiling is a 2 GiB device-to-device cudaMemcpyAsync, counting read + write bytes.
  * --only SHAPE:M[,SHAPE:M...] restricts a set to those shapes at those M (e.g. for a profiler).
  * --graph times CUDA-graph replays of each batch (device time, no per-launch host cost; the
- * JSON says which: "timing": "graph" or "stream"); set wgmma: rung 03's tile configurations (128 x 128, 128 x 256, ping-pong 128 x 128) forced.
+ * JSON says which: "timing": "graph" or "stream"); --w-static sets args.w_static on every call
+ * (W not written by work in flight, as for model weights; JSON "w_static"); set wgmma: rung 03's tile configurations (128 x 128, 128 x 256, ping-pong 128 x 128) forced.
  * Output: a table on stdout, JSON records (--json), and two PNG charts (--png PREFIX:
  * PREFIX_tflops.png TFLOP/s vs M, PREFIX_gbs.png GB/s vs M, ours vs cuBLAS).
  */
@@ -149,6 +150,9 @@ static bool g_quick = false;
  * the figure is device time without the host's per-launch cost (METHOD.md: "for many small
  * launches, capture a graph and time its replays"); without it, back-to-back stream launches. */
 static bool g_graph = false;
+/* --w-static: every call promises that no work in flight writes W (args.w_static, as for model
+ * weights): the decode rungs 05 / 06 then issue their first W loads before the PDL wait */
+static bool g_w_static = false;
 /* --only SHAPE:M: run just that shape at that M (e.g. under a profiler) */
 static const char *g_only = NULL;
 
@@ -382,6 +386,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             memset(&a, 0, sizeof a);
             a.M = M; a.N = N; a.K = K; a.X = x; a.ldx = K; a.W = w; a.ldw = K;
             a.Y = y; a.ldy = N; a.y_dtype = TINFER_DTYPE_BF16;
+            a.w_static = g_w_static ? 1 : 0;
             if (k == 21) { a.swiglu = 1; a.ldy = N / 2; }    /* fused gate/up: Y has N/2 columns */
             if (k == 22) { a.R = y; a.ldr = N; }              /* residual added in place */
             tinfer_err err;
@@ -478,8 +483,8 @@ static void write_json(const char *path, const std::vector<rec> &rs, const char 
         fprintf(stderr, "error: cannot write %s\n", path);
         return;
     }
-    fprintf(f, "{\n  \"gpu\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"timing\": \"%s\",\n  \"records\": [\n", gpu,
-            g_copy_gbs, g_graph ? "graph" : "stream");
+    fprintf(f, "{\n  \"gpu\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"timing\": \"%s\",\n  \"w_static\": %s,\n  \"records\": [\n", gpu,
+            g_copy_gbs, g_graph ? "graph" : "stream", g_w_static ? "true" : "false");
     for (size_t i = 0; i < rs.size(); i++) {
         const rec &r = rs[i];
         fprintf(f,
@@ -542,9 +547,10 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--png") && i + 1 < argc) png = argv[++i];
         else if (!strcmp(argv[i], "--quick")) g_quick = true;
         else if (!strcmp(argv[i], "--graph")) g_graph = true;
+        else if (!strcmp(argv[i], "--w-static")) g_w_static = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny] [--json F] [--png PREFIX] [--quick] [--graph] [--only SHAPE:M[,...]]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -585,8 +591,8 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
     BCK(cudaMalloc(&g_sink, sizeof(uint32_t)));
     g_n_sm = prop.multiProcessorCount;
     g_copy_gbs = measure_copy();
-    printf("device %s, %d SMs; device-to-device copy %.0f GB/s (read + write)\n", prop.name,
-           prop.multiProcessorCount, g_copy_gbs);
+    printf("device %s, %d SMs; device-to-device copy %.0f GB/s (read + write)%s\n", prop.name,
+           prop.multiProcessorCount, g_copy_gbs, g_w_static ? "; W static (args.w_static)" : "");
     std::vector<rec> rs;
     const bool all = !strcmp(set, "all");
     if (all || !strcmp(set, "ladder")) {

@@ -90,6 +90,13 @@
  *   Run 1 (18:09 UTC, an earlier build: prefetch S - 1 on, no mode 4) gave 0.4-2 us lower times
  *   on down (05 29.3 us at M = 1; without PDL 30.8 vs 32.8) on another lease; whether that is the
  *   lease or mode 4's test inside the loop was not separated. Run 2's numbers are this code's.
+ * Weights read before the PDL wait (args.w_static = 1: the caller promises that nothing in flight
+ * on the stream writes W, as for model weights): the W part of the first S - 1 stages is issued
+ * before griddepcontrol.wait, so a block's weight stream starts while the previous kernel drains;
+ * X, bias, R and Y still wait. Taken where the grid fills >= G05_EARLY_MIN_FILL_PCT of the resident
+ * block slots, with launch_dependents moved to the start there (H200 session 6 run 6, M = 1,
+ * stream timing, copy 4239 GB/s: Llama gate/up 54.8 us = 101% of the copy rate, above the 55.2 us
+ * read ceiling, which waits; down (rung 06) 29.4 us = 94%; without w_static 56.7 / 30.8).
  * Debug / measurement switches (environment, read once per process; a bad value makes the call
  * fail with TINFER_ERR_INVALID_ARG):
  *   TINFER_GEMV_PDL=0..4      0: plain launches; 1..4: PDL with launch_dependents 1: at the
@@ -101,6 +108,8 @@
  *                             previous choice). Unset: G05_XSTAGE_MIN_M.
  *   TINFER_GEMV05_STAGES=3..6 force the X-staged kernel's stage count (unset: the rule above).
  *   TINFER_GEMV06_SPLIT=2|4   rung 06's cluster size (default 2, G06_SPLIT_DEFAULT).
+ *   TINFER_GEMV_EARLY_W=0..2  W loads before griddepcontrol.wait for w_static calls: 0 never,
+ *                             1 (default) by the fill rule above, 2 at any grid size (tests).
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
@@ -131,6 +140,13 @@
 #define G05_PREFETCH_DEFAULT 0
 /* Default of TINFER_GEMV06_SPLIT: rung 06's cluster size (blocks sharing one 16-column tile's K). */
 #define G06_SPLIT_DEFAULT 2
+/* args.w_static: W loads before the PDL wait only for grids of at least this share of the
+ * resident block slots (H200 session 6 run 6, stream timing, M = 1, w_static with
+ * launch_dependents at the start against the default launch: Llama gate/up 54.8 vs 56.7 us (1792
+ * blocks), down 29.4 vs 30.8 (rung 06, 512 blocks in 528 slots); QKV, 384 blocks, lost: 15.9 vs
+ * 14.3, and 14.8 with launch_dependents after the loop: the next grid's blocks take the free slots
+ * unevenly). */
+#define G05_EARLY_MIN_FILL_PCT 90
 /* Default of TINFER_GEMV05_XSTAGE: stage X from this many tokens up. */
 #define G05_XSTAGE_MIN_M 1
 
@@ -150,7 +166,8 @@ static size_t g05_smem(int stages, int rw, int xr) { return (size_t)stages * (si
  * (launch_dependents 1: at the start, 2: after the main loop, 3: never, i.e. at exit, 4: once the
  * last k-tile's loads are issued). pf: W k-tiles per row prefetched into L2 before the wait. */
 template <int NT, bool SWI, int KS, bool XSTAGE, int S>
-static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PER_SM) gemv05_kernel(tinfer_gemm_bf16_args a, int xr, int pdl, int pf) {
+static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PER_SM) gemv05_kernel(tinfer_gemm_bf16_args a, int xr, int pdl, int pf,
+                                                                                                     int early) {
     constexpr int RW = SWI ? 32 : 16; /* weight rows per block */
     constexpr int NZ = SWI ? 2 : 1;
     /* XSTAGE (plain path only): X is staged through the pipeline with W: the xr token rows of
@@ -169,28 +186,10 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
     const int64_t per = (nkt_all + KS - 1) / KS, kt0 = rank * per;
     const int64_t nkt = kt0 + per < nkt_all ? per : (nkt_all > kt0 ? nkt_all - kt0 : 0); /* this block's tiles */
 
-    if (pdl) {
-        /* Programmatic dependent launch: the previous kernel on the stream may still be running
-         * and may write X, W, bias, R or Y (a conversion kernel, the previous layer), so nothing
-         * is read or written before griddepcontrol.wait. What is done before it: an L2 prefetch
-         * of this block's first pf W k-tiles (one bulk prefetch per weight row), which only
-         * warms L2. That is safe even if the previous kernel writes W: L2 is the point of
-         * coherence for global memory, so its writes land in (or invalidate) those very lines,
-         * and the cp.async reads after the wait see them. */
-        if (threadIdx.x < RW && nkt > 0 && pf > 0) {
-            const int r = threadIdx.x;
-            const int64_t col = j0 + (r % 16), wrow = r < 16 ? col : F + col;
-            const int64_t kb = kt0 * G05_KT, nt = nkt < pf ? nkt : pf;
-            const int64_t ke = (kt0 + nt) * G05_KT < a.K ? (kt0 + nt) * G05_KT : a.K;
-            if (col < nout) tdec::prefetch_l2_bulk(a.W + wrow * a.ldw + kb, (uint32_t)((ke - kb) * 2));
-        }
-        if (pdl == 1) tdec::pdl_launch_dependents();
-        tdec::pdl_wait();
-    }
-
-    auto load_stage = [&](int st, int64_t kt) {
+    auto load_stage = [&](int st, int64_t kt, bool with_w, bool with_x) {
 #pragma unroll
         for (int i = 0; i < RW * 32 / (G05_WARPS * 32); i++) {
+            if (!with_w) break;
             const int idx = threadIdx.x + i * G05_WARPS * 32, r = idx / 32, q = idx % 32;
             const int64_t col = j0 + (r % 16), k = (kt0 + kt) * G05_KT + q * 8;
             const int64_t wrow = r < 16 ? col : F + col;
@@ -198,7 +197,7 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
             cp_async16(&g05_stage[(st * RW + r) * 32 + (q ^ (r & 7))], ok ? (const void *)(a.W + wrow * a.ldw + k) : (const void *)a.W,
                        ok ? 16u : 0u);
         }
-        if (XS) { /* rows 0..xr-1 only: up to 8 * NT rows of 32 granules, NT passes of 256 threads */
+        if (XS && with_x) { /* rows 0..xr-1 only: up to 8 * NT rows of 32 granules, NT passes of 256 threads */
 #pragma unroll
             for (int i = 0; i < NT; i++) {
                 const int idx = threadIdx.x + i * G05_WARPS * 32, r = idx / 32, q = idx % 32;
@@ -210,9 +209,35 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
             }
         }
     };
+    /* early: the caller promised (args.w_static) that nothing in flight on the stream writes W,
+     * so the W part of the first S - 1 stages is issued before griddepcontrol.wait; it joins the
+     * first cp.async group (committed with stage 0's X after the wait), so the main loop's
+     * group accounting is unchanged. */
+    const int npro = (int)(nkt < S - 1 ? nkt : S - 1);
+    if (pdl) {
+        /* Programmatic dependent launch: the previous kernel on the stream may still be running
+         * and may write X, W, bias, R or Y (a conversion kernel, the previous layer), so nothing
+         * but W under early is read or written before griddepcontrol.wait. Also before it: an L2 prefetch
+         * of this block's first pf W k-tiles (one bulk prefetch per weight row), which only
+         * warms L2. That is safe even if the previous kernel writes W: L2 is the point of
+         * coherence for global memory, so its writes land in (or invalidate) those very lines,
+         * and the cp.async reads after the wait see them. */
+        if (threadIdx.x < RW && nkt > 0 && pf > 0) {
+            const int r = threadIdx.x;
+            const int64_t col = j0 + (r % 16), wrow = r < 16 ? col : F + col;
+            const int64_t kb = kt0 * G05_KT, nt = nkt < pf ? nkt : pf;
+            const int64_t ke = (kt0 + nt) * G05_KT < a.K ? (kt0 + nt) * G05_KT : a.K;
+            if (col < nout) tdec::prefetch_l2_bulk(a.W + wrow * a.ldw + kb, (uint32_t)((ke - kb) * 2));
+        }
+        if (early)
+            for (int st = 0; st < npro; st++) load_stage(st, st, true, false);
+        if (pdl == 1) tdec::pdl_launch_dependents();
+        tdec::pdl_wait();
+    }
+
 #pragma unroll
     for (int s = 0; s < S - 1; s++) {
-        if (s < nkt) load_stage(s, s);
+        if (s < nkt) load_stage(s, s, !(pdl && early), true);
         cp_async_commit();
     }
     if (pdl == 4 && nkt < S) tdec::pdl_launch_dependents(); /* every load already issued */
@@ -234,7 +259,7 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
         __syncthreads(); /* stage kt landed for everyone; stage kt-1 is free to refill */
         {
             const int64_t nk = kt + S - 1;
-            if (nk < nkt) load_stage((int)(nk % S), nk);
+            if (nk < nkt) load_stage((int)(nk % S), nk, true, true);
             cp_async_commit();
             if (pdl == 4 && nk == nkt - 1) tdec::pdl_launch_dependents();
         }
@@ -324,7 +349,7 @@ static int g05_env(const char *name, int dflt, int lo, int hi) {
     return (*end || v < lo || v > hi) ? -2 : (int)v;
 }
 typedef struct g05_switches {
-    int pdl, xstage_min_m, stages, prefetch, split;
+    int pdl, pdl_set, xstage_min_m, stages, prefetch, split, early_w;
 } g05_switches;
 static const g05_switches *g05_get_switches(void) {
     static g05_switches sw;
@@ -337,6 +362,8 @@ static const g05_switches *g05_get_switches(void) {
         sw.stages = g05_env("TINFER_GEMV05_STAGES", 0, 3, 6); /* 0: auto */
         sw.split = g05_env("TINFER_GEMV06_SPLIT", G06_SPLIT_DEFAULT, 2, 4);
         if (sw.split == 3) sw.split = -2;
+        sw.early_w = g05_env("TINFER_GEMV_EARLY_W", 1, 0, 2);
+        sw.pdl_set = getenv("TINFER_GEMV_PDL") && *getenv("TINFER_GEMV_PDL");
         done = 1;
     }
     return &sw;
@@ -364,6 +391,7 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
     const int smem = (int)g05_smem(S, RW, XSTAGE && !SWI ? xr : 0);
     const int smem_max = (int)g05_smem(S, RW, XSTAGE && !SWI ? 8 * NT : 0); /* the opt-in covers every xr */
     static int attr_dev = -1;
+    static int occ_cached = 0, d_sm = 0; /* resident blocks per SM at smem_max, and SMs, of attr_dev */
     if (passes > 65535 || (nout + 15) / 16 > 0x7fffffff)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 05: M=%lld N=%lld too large",
                               (long long)a->M, (long long)a->N);
@@ -372,6 +400,9 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
         /* all of the SM's L1/shared array as shared memory: W and staged X bypass L1 (cp.async.cg) */
         TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv05_kernel<NT, SWI, KS, XSTAGE, S>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                   (int)cudaSharedmemCarveoutMaxShared));
+        TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_cached, gemv05_kernel<NT, SWI, KS, XSTAGE, S>,
+                                                                            G05_WARPS * 32, (size_t)smem_max));
+        TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&d_sm, cudaDevAttrMultiProcessorCount, dev));
         attr_dev = dev;
     }
     if (info) {
@@ -403,13 +434,22 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
             attr[cfg.numAttrs].val.clusterDim.z = KS;
             cfg.numAttrs++;
         }
+        /* W read before the PDL wait (args.w_static): where the grid fills the SMs' resident
+         * slots (G05_EARLY_MIN_FILL_PCT), and there with launch_dependents at the start (unless
+         * TINFER_GEMV_PDL chose the place), so the next grid's blocks start their W loads while
+         * this one drains. TINFER_GEMV_EARLY_W=0: never; 2: at any grid size (tests). */
+        const g05_switches *sw = g05_get_switches();
+        const int64_t blocks = (int64_t)grid.x * grid.y * grid.z, slots = (int64_t)occ_cached * d_sm;
+        const bool early = pdl && a->w_static && sw->early_w &&
+                           (sw->early_w == 2 || blocks * 100 >= (int64_t)G05_EARLY_MIN_FILL_PCT * slots);
+        if (early && !sw->pdl_set) pdl = 1;
         if (pdl) {
             attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
             attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
             cfg.numAttrs++;
         }
         const int pf = g05_get_switches()->prefetch;
-        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv05_kernel<NT, SWI, KS, XSTAGE, S>, *a, xr, pdl, pf));
+        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv05_kernel<NT, SWI, KS, XSTAGE, S>, *a, xr, pdl, pf, early ? 1 : 0));
         TINFER_CUDA_LAUNCH_CHECK(err, "gemv05_kernel");
     }
 cleanup:
@@ -435,10 +475,11 @@ static tinfer_status gemv05_run(const tinfer_gemm_bf16_args *a, cudaStream_t s, 
     tinfer_status st = tinfer_cuda_current_facts(&d, err);
     if (st != TINFER_OK) return st;
     const int dev = d.device;
-    if (sw->pdl == -2 || sw->xstage_min_m == -2 || sw->stages == -2 || sw->prefetch == -2 || sw->split == -2)
+    if (sw->pdl == -2 || sw->xstage_min_m == -2 || sw->stages == -2 || sw->prefetch == -2 || sw->split == -2 || sw->early_w == -2)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
                               "gemv_bf16 05: TINFER_GEMV_PDL must be 0..4, TINFER_GEMV05_XSTAGE 0..2, "
-                              "TINFER_GEMV05_STAGES 3..6, TINFER_GEMV05_PREFETCH 0..4096, TINFER_GEMV06_SPLIT 2 or 4");
+                              "TINFER_GEMV05_STAGES 3..6, TINFER_GEMV05_PREFETCH 0..4096, TINFER_GEMV06_SPLIT 2 or 4, "
+                              "TINFER_GEMV_EARLY_W 0..2");
     if (KS > 1 && d.cc_major < 9)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", d.cc_major);
     const int pdl = d.cc_major >= 9 ? sw->pdl : 0; /* griddepcontrol is sm_90 */

@@ -12,7 +12,10 @@
  * griddepcontrol.launch_dependents first, then spins ~20 us before writing, so the GEMV's blocks
  * are resident long before the data exists: any read issued before the wait sees old values).
  * Repeated ITERS times per (rung 04/05/06, M = 1/8, X/W, plain/early), fresh values each time; the
- * output is pre-filled with NaN, so an unwritten element fails too.
+ * output is pre-filled with NaN, so an unwritten element fails too. Rungs 05/06 also run with
+ * args.w_static (W promised unwritten by work in flight) and a new X: they then issue their first
+ * W loads before the wait (TINFER_GEMV_EARLY_W=2, set below: at any grid size), and must still see
+ * the new X.
  * A probe kernel (PDL-launched after the early writer) reads X before and after its own
  * griddepcontrol.wait: stale values after the wait fail the test (the ordering the GEMV relies
  * on); stale values before it are counted and printed, to show the overlap is real here.
@@ -104,6 +107,9 @@ static double bf(uint16_t h) { return (double)tinfer_bf16_to_f32(h); }
 int main(void) {
     /* rung 03 takes PDL by K (short K only); check its ordering at this test's K = 4096 too */
     setenv("TINFER_GEMM_WGMMA_PDL", "1", 1);
+    /* rungs 05 / 06 read W before the wait for w_static calls at any grid size (the default rule
+     * takes only grids that fill the SMs, larger than this test's) */
+    setenv("TINFER_GEMV_EARLY_W", "2", 1);
     tinfer_device_info info;
     tinfer_err err;
     tinfer_status st = tinfer_device_probe(0, &info, &err);
@@ -205,7 +211,9 @@ int main(void) {
         }
         for (int64_t M : {1, 8})
             for (int target = 0; target < 2; target++) /* 0: writer writes X, 1: W */
-                for (int early = 0; early < (sm90 ? 2 : 1); early++) {
+                for (int early = 0; early < (sm90 ? 2 : 1); early++)
+                for (int wst = 0; wst < 2; wst++) { /* args.w_static: rungs 05 / 06 read W early */
+                    if (wst && (target == 1 || (kernel != 5 && kernel != 6))) continue; /* a W writer breaks the promise */
                     /* both inputs from a base seed, synchronously */
                     seed = seed * 1664525u + 1013904223u;
                     writer_kernel<<<wblocks, 256, 0, s>>>(dX, nx, seed, 0);
@@ -237,6 +245,7 @@ int main(void) {
                         a.Y = dY;
                         a.ldy = N_COLS;
                         a.y_dtype = TINFER_DTYPE_F32;
+                        a.w_static = wst;
                         const tinfer_status rs =
                             kernel == 30   ? tinfer_gemm_bf16_wgmma_ws_split(&a, TINFER_GEMM_BF16_WGMMA_CFG_AUTO, 0, s, &err)
                             : kernel == 31 ? tinfer_gemm_bf16_wgmma_ws_split(&a, TINFER_GEMM_BF16_WGMMA_CFG_256, 1, s, &err)
@@ -279,8 +288,9 @@ int main(void) {
                     }
                     runs++;
                     fails += bad;
-                    printf("%s rung %02d M=%lld new %s, %s writer: %d launches, worst nerr %.2e\n", bad ? "FAIL" : "ok  ",
-                           kernel, (long long)M, target ? "W" : "X", early ? "early" : "plain", ITERS, worst);
+                    printf("%s rung %02d M=%lld new %s, %s writer%s: %d launches, worst nerr %.2e\n", bad ? "FAIL" : "ok  ",
+                           kernel, (long long)M, target ? "W" : "X", early ? "early" : "plain", wst ? ", w_static" : "",
+                           ITERS, worst);
                 }
     }
     CK(cudaFree(dX));
