@@ -391,7 +391,9 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
     const int smem = (int)g05_smem(S, RW, XSTAGE && !SWI ? xr : 0);
     const int smem_max = (int)g05_smem(S, RW, XSTAGE && !SWI ? 8 * NT : 0); /* the opt-in covers every xr */
     static int attr_dev = -1;
-    static int occ_cached = 0, d_sm = 0; /* resident blocks per SM at smem_max, and SMs, of attr_dev */
+    /* resident blocks per SM of this instantiation at each staged-X row count (its shared memory),
+     * queried once per count, and the SMs, of attr_dev */
+    static int occ_xr[8 * NT + 1], d_sm = 0;
     if (passes > 65535 || (nout + 15) / 16 > 0x7fffffff)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 05: M=%lld N=%lld too large",
                               (long long)a->M, (long long)a->N);
@@ -400,9 +402,8 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
         /* all of the SM's L1/shared array as shared memory: W and staged X bypass L1 (cp.async.cg) */
         TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv05_kernel<NT, SWI, KS, XSTAGE, S>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                   (int)cudaSharedmemCarveoutMaxShared));
-        TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_cached, gemv05_kernel<NT, SWI, KS, XSTAGE, S>,
-                                                                            G05_WARPS * 32, (size_t)smem_max));
         TINFER_CUDA_TRY(err, cudaDeviceGetAttribute(&d_sm, cudaDevAttrMultiProcessorCount, dev));
+        memset(occ_xr, 0, sizeof occ_xr);
         attr_dev = dev;
     }
     if (info) {
@@ -439,7 +440,11 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
          * TINFER_GEMV_PDL chose the place), so the next grid's blocks start their W loads while
          * this one drains. TINFER_GEMV_EARLY_W=0: never; 2: at any grid size (tests). */
         const g05_switches *sw = g05_get_switches();
-        const int64_t blocks = (int64_t)grid.x * grid.y * grid.z, slots = (int64_t)occ_cached * d_sm;
+        const int xi = XSTAGE && !SWI ? xr : 0;
+        if (pdl && a->w_static && !occ_xr[xi])
+            TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_xr[xi], gemv05_kernel<NT, SWI, KS, XSTAGE, S>,
+                                                                                G05_WARPS * 32, (size_t)smem));
+        const int64_t blocks = (int64_t)grid.x * grid.y * grid.z, slots = (int64_t)occ_xr[xi] * d_sm;
         const bool early = pdl && a->w_static && sw->early_w &&
                            (sw->early_w == 2 || blocks * 100 >= (int64_t)G05_EARLY_MIN_FILL_PCT * slots);
         if (early && !sw->pdl_set) pdl = 1;
