@@ -46,6 +46,9 @@ extern "C" tinfer_status tinfer_gemm_bf16_check(const tinfer_gemm_bf16_args *a, 
     if (a->y_dtype != TINFER_DTYPE_BF16 && a->y_dtype != TINFER_DTYPE_F32)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "%s: output dtype %s (BF16 or F32 only)", who,
                               tinfer_dtype_name(a->y_dtype));
+    if ((a->swiglu != 0 && a->swiglu != 1) || (a->w_static != 0 && a->w_static != 1))
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "%s: swiglu=%d w_static=%d must be 0 or 1", who,
+                              (int)a->swiglu, (int)a->w_static);
     if (a->swiglu && a->N % 2)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "%s: swiglu needs an even N (got %lld)", who,
                               (long long)a->N);

@@ -375,6 +375,37 @@ static void bad_args(void) {
     }
 }
 
+/* Argument checks that need no GPU (tinfer_gemm_bf16_check reads only the values): each bad
+ * field alone must be refused with TINFER_ERR_INVALID_ARG, the good set accepted. */
+static void check_args_host(void) {
+    tinfer_gemm_bf16_args good;
+    memset(&good, 0, sizeof good);
+    good.M = 2; good.N = 16; good.K = 16; good.ldx = 16; good.ldw = 16; good.ldy = 16;
+    good.X = (const uint16_t *)(uintptr_t)0x1000; good.W = good.X; good.Y = (void *)(uintptr_t)0x2000;
+    good.y_dtype = TINFER_DTYPE_BF16;
+    tinfer_err err;
+    if (tinfer_gemm_bf16_check(&good, "test", &err) != TINFER_OK) {
+        printf("FAIL check: good args refused: %s\n", err.msg);
+        g_fail++;
+    }
+    struct { const char *what; void (*bad)(tinfer_gemm_bf16_args *); } cs[] = {
+        {"K % 8 != 0", [](tinfer_gemm_bf16_args *a) { a->K = 12; a->ldx = 12; a->ldw = 12; }},
+        {"ldy < N", [](tinfer_gemm_bf16_args *a) { a->ldy = 8; }},
+        {"swiglu = 2", [](tinfer_gemm_bf16_args *a) { a->swiglu = 2; }},
+        {"w_static = 2", [](tinfer_gemm_bf16_args *a) { a->w_static = 2; }},
+        {"w_static = -1", [](tinfer_gemm_bf16_args *a) { a->w_static = -1; }},
+        {"X misaligned", [](tinfer_gemm_bf16_args *a) { a->X = (const uint16_t *)(uintptr_t)0x1008; }},
+    };
+    for (const auto &c : cs) {
+        tinfer_gemm_bf16_args a = good;
+        c.bad(&a);
+        const tinfer_status st = tinfer_gemm_bf16_check(&a, "test", &err);
+        printf("%s check refuses %s%s%s\n", st == TINFER_ERR_INVALID_ARG ? "ok  " : "FAIL", c.what,
+               st == TINFER_ERR_INVALID_ARG ? ": " : "", st == TINFER_ERR_INVALID_ARG ? err.msg : "");
+        if (st != TINFER_ERR_INVALID_ARG) g_fail++;
+    }
+}
+
 /* Rung 03's split pick (host arithmetic) on tables of co-resident clusters: a split only where
  * tiles are few and K is long, never with a cluster size whose clusters do not all fit, every
  * CTA with at least TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB k-blocks. */
@@ -479,6 +510,7 @@ int main(int argc, char **argv) {
     tinfer_err err;
     /* host-only checks first: they run (and can fail) on a machine without a GPU too */
     path_choice();
+    check_args_host();
     split_pick();
     skinny_pick();
     tinfer_status st = tinfer_device_probe(0, &info, &err);
