@@ -199,6 +199,27 @@ struct WsEpi {
     bool sw, f32;
 };
 
+/* Bias and SwiGLU, in registers, on the pair v0, v1 = d[i], d[i + 1] of output columns j, j + 1:
+ * + bias; with SwiGLU the up values are registers i + NACC / 2 and i + 1 + NACC / 2 (same row,
+ * column + BN / 2), + their bias at F + j, and v = silu(gate) * up. */
+template <int NACC>
+static __device__ __forceinline__ void ws_bias_swiglu(const float (&d)[NACC], int i, int64_t j, const WsEpi &e, float &v0,
+                                                      float &v1) {
+    if (e.bias) {
+        v0 += j < e.nout ? tinfer_bf16f(e.bias[j]) : 0.f;
+        v1 += j + 1 < e.nout ? tinfer_bf16f(e.bias[j + 1]) : 0.f;
+    }
+    if (e.sw) {
+        float u0 = d[(i + NACC / 2) % NACC], u1 = d[(i + 1 + NACC / 2) % NACC];
+        if (e.bias) {
+            u0 += j < e.nout ? tinfer_bf16f(e.bias[e.F + j]) : 0.f;
+            u1 += j + 1 < e.nout ? tinfer_bf16f(e.bias[e.F + j + 1]) : 0.f;
+        }
+        v0 = v0 / (1.0f + __expf(-v0)) * u0;
+        v1 = v1 / (1.0f + __expf(-v1)) * u1;
+    }
+}
+
 /* Stores one 64-row slab of a tile: the NACC = BN / 2 accumulators a consumer thread holds for
  * rows row_slab + 16 * warp + g (+ 8) of output columns tn * BN... (m64nBN layout, §1: register
  * i is row 16*warp + g + 8*((i>>1)&1), column 8*(i>>2) + 2t + (i&1)). whole: the tile lies inside
@@ -233,22 +254,7 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
                 if (8 * (i >> 2) - 64 * ch >= cw) continue; /* past the tile's outputs (SwiGLU: the up half) */
                 const int r = g + 8 * ((i >> 1) & 1), oc = 8 * (i >> 2) + 2 * t;
                 float v0 = d[i], v1 = d[i + 1];
-                if (EPI == 1) {
-                    const int64_t j = col0 + oc;
-                    if (e.bias) {
-                        v0 += j < e.nout ? tinfer_bf16f(e.bias[j]) : 0.f;
-                        v1 += j + 1 < e.nout ? tinfer_bf16f(e.bias[j + 1]) : 0.f;
-                    }
-                    if (e.sw) {
-                        float u0 = d[(i + NACC / 2) % NACC], u1 = d[(i + 1 + NACC / 2) % NACC];
-                        if (e.bias) {
-                            u0 += j < e.nout ? tinfer_bf16f(e.bias[e.F + j]) : 0.f;
-                            u1 += j + 1 < e.nout ? tinfer_bf16f(e.bias[e.F + j + 1]) : 0.f;
-                        }
-                        v0 = v0 / (1.0f + __expf(-v0)) * u0;
-                        v1 = v1 / (1.0f + __expf(-v1)) * u1;
-                    }
-                }
+                if (EPI == 1) ws_bias_swiglu<NACC>(d, i, col0 + oc, e, v0, v1);
                 *(uint32_t *)(sb + r * 144 + (oc - 64 * ch) * 2) =
                     (uint32_t)tinfer_f2bf16(v0) | ((uint32_t)tinfer_f2bf16(v1) << 16);
             }
@@ -414,22 +420,7 @@ static __device__ __forceinline__ void ws_store_tma(const float (&d)[BN / 2], co
         const int oc = 8 * (i >> 2) + 2 * t; /* tile column of d[i], d[i + 1] */
         if (8 * (i >> 2) >= ow) continue;     /* SwiGLU: the up half */
         float v0 = d[i], v1 = d[i + 1];
-        if (EPI == 1) {
-            const int64_t j = (int64_t)col0 + oc;
-            if (e.bias) {
-                v0 += j < e.nout ? tinfer_bf16f(e.bias[j]) : 0.f;
-                v1 += j + 1 < e.nout ? tinfer_bf16f(e.bias[j + 1]) : 0.f;
-            }
-            if (e.sw) {
-                float u0 = d[(i + NACC / 2) % NACC], u1 = d[(i + 1 + NACC / 2) % NACC];
-                if (e.bias) {
-                    u0 += j < e.nout ? tinfer_bf16f(e.bias[e.F + j]) : 0.f;
-                    u1 += j + 1 < e.nout ? tinfer_bf16f(e.bias[e.F + j + 1]) : 0.f;
-                }
-                v0 = v0 / (1.0f + __expf(-v0)) * u0;
-                v1 = v1 / (1.0f + __expf(-v1)) * u1;
-            }
-        }
+        if (EPI == 1) ws_bias_swiglu<NACC>(d, i, (int64_t)col0 + oc, e, v0, v1);
         const int r = 16 * warp + g + 8 * ((i >> 1) & 1), q = (oc % 64) / 8;
         *(uint32_t *)(obuf + (oc / 64) * 8192 + r * 128 + ((q ^ (r & 7)) * 16) + 4 * t) =
             (uint32_t)tinfer_f2bf16(v0) | ((uint32_t)tinfer_f2bf16(v1) << 16);
