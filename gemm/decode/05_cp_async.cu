@@ -97,16 +97,30 @@
  * block slots, with launch_dependents moved to the start there (H200 session 6 run 6, M = 1,
  * stream timing, copy 4239 GB/s: Llama gate/up 54.8 us = 101% of the copy rate, above the 55.2 us
  * read ceiling, which waits; down (rung 06) 29.4 us = 94%; without w_static 56.7 / 30.8).
+ * Grids that fill too few of 4 x 132 slots (Llama QKV: 384 blocks, 73%) are sized for 3 blocks
+ * per SM instead (g05_auto_bps: more stages each, 8 at M = 1, 6 at M = 8), where they fill 97% and
+ * take the early stream. H200 session 7, stream timing, us at M = 1 / 8 (% of the copy rate at
+ * M = 1), runs 1-2: QKV 13.32-13.53 (87-89%) / 15.2-15.5 against 14.34-14.41 (82-83%) / 15.4 at 4
+ * blocks per SM; graph timing 12.67-12.79 against 13.83 (cuBLAS 15.4). The early stream is what
+ * pays: 3 blocks per SM without it 14.43; 7 / 6 stages instead of 8: 14.16 / 14.52;
+ * launch_dependents after the loop 14.74, after the last loads 13.77. What the early stream could
+ * still reach: the bench's "read_early" (every read before the wait) moves QKV's 50 MB in 10.9-11.2
+ * us, 105-108% of the copy rate, against 13.6-13.8 (86-87%) for the read that waits; the GEMV must
+ * wait for its X, and a block holds only its first S - 1 k-tiles (56 of 128 KB) before it. An L2
+ * prefetch of the rest before the wait (TINFER_GEMV05_PREFETCH=4 / 9) made it slower: 15.2 / 17.4.
  * Debug / measurement switches (environment, read once per process; a bad value makes the call
  * fail with TINFER_ERR_INVALID_ARG):
  *   TINFER_GEMV_PDL=0..4      0: plain launches; 1..4: PDL with launch_dependents 1: at the
  *                             start, 2 (default, G05_PDL_DEFAULT): after the main loop, 3: never
  *                             (it happens at block exit), 4: once the last k-tile's loads are issued.
  *   TINFER_GEMV05_PREFETCH=n  W k-tiles per row prefetched into L2 before the wait (default 0:
- *                             measured slower, G05_PREFETCH_DEFAULT).
+ *                             measured slower, G05_PREFETCH_DEFAULT); with the early stream, the
+ *                             n k-tiles after those it loads into shared memory.
  *   TINFER_GEMV05_XSTAGE=0|1|2  0: never stage X; 1: stage from M = 1; 2: from M = 2 (the
  *                             previous choice). Unset: G05_XSTAGE_MIN_M.
- *   TINFER_GEMV05_STAGES=3..6 force the X-staged kernel's stage count (unset: the rule above).
+ *   TINFER_GEMV05_STAGES=3..8 force the X-staged kernel's stage count (unset: the rule above).
+ *   TINFER_GEMV05_BPS=3|4     blocks per SM the X-staged kernel's stages are sized for (unset:
+ *                             g05_auto_bps).
  *   TINFER_GEMV06_SPLIT=2|4   rung 06's cluster size (default 2, G06_SPLIT_DEFAULT).
  *   TINFER_GEMV_EARLY_W=0..2  W loads before griddepcontrol.wait for w_static calls: 0 never,
  *                             1 (default) by the fill rule above, 2 at any grid size (tests).
@@ -147,6 +161,8 @@
  * 14.3, and 14.8 with launch_dependents after the loop: the next grid's blocks take the free slots
  * unevenly). */
 #define G05_EARLY_MIN_FILL_PCT 90
+/* The most stages of the X-staged kernel (at 3 blocks per SM: 8 x 8.5 KB at M = 1) */
+#define G05_MAX_STAGES 8
 /* Default of TINFER_GEMV05_XSTAGE: stage X from this many tokens up. */
 #define G05_XSTAGE_MIN_M 1
 
@@ -221,12 +237,14 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
          * of this block's first pf W k-tiles (one bulk prefetch per weight row), which only
          * warms L2. That is safe even if the previous kernel writes W: L2 is the point of
          * coherence for global memory, so its writes land in (or invalidate) those very lines,
-         * and the cp.async reads after the wait see them. */
-        if (threadIdx.x < RW && nkt > 0 && pf > 0) {
+         * and the cp.async reads after the wait see them. With early, the prefetch covers the
+         * pf k-tiles after the npro that go to shared memory. */
+        const int64_t pf0 = early ? npro : 0;
+        if (threadIdx.x < RW && nkt > pf0 && pf > 0) {
             const int r = threadIdx.x;
             const int64_t col = j0 + (r % 16), wrow = r < 16 ? col : F + col;
-            const int64_t kb = kt0 * G05_KT, nt = nkt < pf ? nkt : pf;
-            const int64_t ke = (kt0 + nt) * G05_KT < a.K ? (kt0 + nt) * G05_KT : a.K;
+            const int64_t kb = (kt0 + pf0) * G05_KT, nt = nkt - pf0 < pf ? nkt - pf0 : pf;
+            const int64_t ke = (kt0 + pf0 + nt) * G05_KT < a.K ? (kt0 + pf0 + nt) * G05_KT : a.K;
             if (col < nout) tdec::prefetch_l2_bulk(a.W + wrow * a.ldw + kb, (uint32_t)((ke - kb) * 2));
         }
         if (early)
@@ -349,7 +367,7 @@ static int g05_env(const char *name, int dflt, int lo, int hi) {
     return (*end || v < lo || v > hi) ? -2 : (int)v;
 }
 typedef struct g05_switches {
-    int pdl, pdl_set, xstage_min_m, stages, prefetch, split, early_w;
+    int pdl, pdl_set, xstage_min_m, stages, prefetch, split, early_w, bps;
 } g05_switches;
 static const g05_switches *g05_get_switches(void) {
     static g05_switches sw;
@@ -359,7 +377,8 @@ static const g05_switches *g05_get_switches(void) {
         sw.prefetch = g05_env("TINFER_GEMV05_PREFETCH", G05_PREFETCH_DEFAULT, 0, 4096);
         const int xs = g05_env("TINFER_GEMV05_XSTAGE", -1, 0, 2);
         sw.xstage_min_m = xs == -1 ? G05_XSTAGE_MIN_M : xs == 0 ? 0x7fffffff : xs == -2 ? -2 : xs;
-        sw.stages = g05_env("TINFER_GEMV05_STAGES", 0, 3, 6); /* 0: auto */
+        sw.stages = g05_env("TINFER_GEMV05_STAGES", 0, 3, G05_MAX_STAGES); /* 0: auto */
+        sw.bps = g05_env("TINFER_GEMV05_BPS", 0, 3, G05_BLOCKS_PER_SM);   /* 0: auto */
         sw.split = g05_env("TINFER_GEMV06_SPLIT", G06_SPLIT_DEFAULT, 2, 4);
         if (sw.split == 3) sw.split = -2;
         sw.early_w = g05_env("TINFER_GEMV_EARLY_W", 1, 0, 2);
@@ -371,13 +390,25 @@ static const g05_switches *g05_get_switches(void) {
 
 int tinfer_gemv_pdl_mode(void) { return g05_get_switches()->pdl; }
 
-/* Stages of the X-staged kernel with xr token rows: the most (6..3) that keep G05_BLOCKS_PER_SM
- * blocks on an SM (each block also costs the runtime's reserved shared memory). Unstaged and
- * SwiGLU kernels keep G05_STAGES. */
-static int g05_auto_stages(const tinfer_cuda_facts *d, int xr) {
-    for (int st = G05_STAGES; st > 3; st--)
-        if ((size_t)G05_BLOCKS_PER_SM * (g05_smem(st, 16, xr) + (size_t)d->smem_reserved) <= (size_t)d->smem_per_sm) return st;
+/* Stages of the X-staged kernel with xr token rows: the most (up to G05_MAX_STAGES, at least 3)
+ * that keep bps blocks on an SM (each block also costs the runtime's reserved shared memory).
+ * Unstaged and SwiGLU kernels keep G05_STAGES. */
+static int g05_auto_stages(const tinfer_cuda_facts *d, int xr, int bps) {
+    for (int st = bps >= G05_BLOCKS_PER_SM ? G05_STAGES : G05_MAX_STAGES; st > 3; st--)
+        if ((size_t)bps * (g05_smem(st, 16, xr) + (size_t)d->smem_reserved) <= (size_t)d->smem_per_sm) return st;
     return 3;
+}
+
+/* Blocks per SM the X-staged kernel is sized for. G05_BLOCKS_PER_SM, except for a w_static call
+ * that will take the early weight stream (PDL on, TINFER_GEMV_EARLY_W not 0) whose grid fills too
+ * few of those slots: then G05_BLOCKS_PER_SM - 1 (more stages each), if the grid fills that many
+ * (Llama QKV: 384 blocks are 73% of 4 x 132 slots and 97% of 3 x 132). */
+static int g05_auto_bps(const tinfer_gemm_bf16_args *a, const tinfer_cuda_facts *d, int ks, int pdl, const g05_switches *sw) {
+    if (sw->bps > 0) return sw->bps;
+    const int64_t blocks = (tinfer_gemm_bf16_nout(*a) + 15) / 16 * ((a->M + 15) / 16) * ks; /* passes of 8 or 16 tokens */
+    const int64_t slots4 = (int64_t)G05_BLOCKS_PER_SM * d->n_sm, slots3 = slots4 - d->n_sm;
+    if (!pdl || !a->w_static || !sw->early_w || blocks * 100 >= (int64_t)G05_EARLY_MIN_FILL_PCT * slots4) return G05_BLOCKS_PER_SM;
+    return blocks * 100 >= (int64_t)G05_EARLY_MIN_FILL_PCT * slots3 && blocks <= slots3 ? G05_BLOCKS_PER_SM - 1 : G05_BLOCKS_PER_SM;
 }
 
 /* Launches one instantiation, or (info != NULL) only reports its configuration and occupancy. */
@@ -465,6 +496,8 @@ template <int NT, int KS>
 static tinfer_status gemv05_staged(const tinfer_gemm_bf16_args *a, cudaStream_t s, int stages, int xr, int pdl, int dev,
                                    tinfer_gemv05_info *info, tinfer_err *err) {
     switch (stages) {
+    case 8: return gemv05_launch<NT, false, KS, true, 8>(a, s, xr, pdl, dev, info, err);
+    case 7: return gemv05_launch<NT, false, KS, true, 7>(a, s, xr, pdl, dev, info, err);
     case 6: return gemv05_launch<NT, false, KS, true, 6>(a, s, xr, pdl, dev, info, err);
     case 5: return gemv05_launch<NT, false, KS, true, 5>(a, s, xr, pdl, dev, info, err);
     case 4: return gemv05_launch<NT, false, KS, true, 4>(a, s, xr, pdl, dev, info, err);
@@ -480,11 +513,12 @@ static tinfer_status gemv05_run(const tinfer_gemm_bf16_args *a, cudaStream_t s, 
     tinfer_status st = tinfer_cuda_current_facts(&d, err);
     if (st != TINFER_OK) return st;
     const int dev = d.device;
-    if (sw->pdl == -2 || sw->xstage_min_m == -2 || sw->stages == -2 || sw->prefetch == -2 || sw->split == -2 || sw->early_w == -2)
+    if (sw->pdl == -2 || sw->xstage_min_m == -2 || sw->stages == -2 || sw->prefetch == -2 || sw->split == -2 || sw->early_w == -2 ||
+        sw->bps == -2)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
                               "gemv_bf16 05: TINFER_GEMV_PDL must be 0..4, TINFER_GEMV05_XSTAGE 0..2, "
-                              "TINFER_GEMV05_STAGES 3..6, TINFER_GEMV05_PREFETCH 0..4096, TINFER_GEMV06_SPLIT 2 or 4, "
-                              "TINFER_GEMV_EARLY_W 0..2");
+                              "TINFER_GEMV05_STAGES 3..8, TINFER_GEMV05_PREFETCH 0..4096, TINFER_GEMV06_SPLIT 2 or 4, "
+                              "TINFER_GEMV_EARLY_W 0..2, TINFER_GEMV05_BPS 3..4");
     if (KS > 1 && d.cc_major < 9)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", d.cc_major);
     const int pdl = d.cc_major >= 9 ? sw->pdl : 0; /* griddepcontrol is sm_90 */
@@ -496,7 +530,7 @@ static tinfer_status gemv05_run(const tinfer_gemm_bf16_args *a, cudaStream_t s, 
         return one_tile ? gemv05_launch<1, false, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err)
                         : gemv05_launch<2, false, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err);
     const int xr = (int)(a->M < 16 ? a->M : 16); /* min(M, 8 * NT): only rows that exist are staged */
-    const int stages = sw->stages > 0 ? sw->stages : g05_auto_stages(&d, xr);
+    const int stages = sw->stages > 0 ? sw->stages : g05_auto_stages(&d, xr, g05_auto_bps(a, &d, KS, pdl, sw));
     return one_tile ? gemv05_staged<1, KS>(a, s, stages, xr, pdl, dev, info, err)
                     : gemv05_staged<2, KS>(a, s, stages, xr, pdl, dev, info, err);
 }

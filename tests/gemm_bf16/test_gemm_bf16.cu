@@ -73,7 +73,7 @@ typedef struct test_case {
 /* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
  * tile configuration id (128, 256 or TINFER_GEMM_BF16_WGMMA_CFG_PP128) + 1000 x split-K factor, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
  * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id], 'k' = rung 05 with token tile id % 100 and
- * split factor id / 100 */
+ * split factor id / 100, 'W' = GEMV rung id with args.w_static = 1 */
 typedef struct runner {
     char kind;
     int id;
@@ -96,6 +96,12 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a, cu
         return st != TINFER_OK ? st : tinfer_gemv_bf16_persistent_cfg(a, &g07_cfgs[r->id], s, err);
     }
     if (r->kind == 'v') return tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)r->id, a, s, err);
+    if (r->kind == 'W') { /* rungs 05 / 06 with args.w_static: W loads before the PDL wait where the
+                           * grid fills the SM slots, at 3 blocks per SM where 4 would not (05_cp_async.cu) */
+        tinfer_gemm_bf16_args b = *a;
+        b.w_static = 1;
+        return tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)r->id, &b, s, err);
+    }
     if (r->kind == 't') return tinfer_gemm_bf16_tc((tinfer_gemm_bf16_kernel)r->id, a, s, err);
     if (r->kind == 's') { /* rung 04: tile config id / 10, split factor id % 10 */
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
@@ -530,7 +536,8 @@ int main(int argc, char **argv) {
     bad_args();
 
     const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"},
-                               {'v', 5, "gemv05"}, {'v', 6, "gemv06"}, {'v', 7, "gemv07"}};
+                               {'v', 5, "gemv05"}, {'v', 6, "gemv06"}, {'v', 7, "gemv07"},
+                               {'W', 5, "gemv05/wstatic"}, {'W', 6, "gemv06/wstatic"}};
     const int n_gemv = (int)(sizeof gemv_all / sizeof gemv_all[0]);
     /* rung 07 with its default and each launch configuration */
     const runner g07_all[] = {{'v', 7, "gemv07"},      {'p', 0, "gemv07/pdl"},    {'p', 1, "gemv07/evict"},
@@ -571,6 +578,9 @@ int main(int argc, char **argv) {
         {1, 8, 8, F, 0, 0, 0},          {17, 33, 40, F, 0, 0, 0},       {5, 576, 1536, BF, 0, 1, 0},
         {3, 2 * 600, 576, BF, 1, 0, 1}, {16, 2 * 40, 264, F, 1, 1, 1},  {1, 4096, 4096, BF, 0, 0, 0},
         {8, 2048, 14336, F, 0, 0, 0},   {33, 300, 128, BF, 1, 1, 0},
+        /* 375-382 blocks of 16 columns: on 132 SMs the w_static runners take the early weight
+         * stream at 3 blocks per SM (8 stages at M = 1), 6 at M = 8, ragged N and K */
+        {1, 6000, 520, BF, 0, 0, 0},    {8, 6100, 264, F, 0, 1, 0},     {3, 6004, 1000, BF, 1, 0, 0},
     };
     for (const auto &c : dcases) {
         if (quick && c.K > 1536) continue;
