@@ -8,7 +8,8 @@
  * Sets: square (M = N = K = 1024..8192: wmma, mma.sync, wgmma, cuBLAS, cublasLt), model (SmolLM2-135M and
  * Llama-3-8B projection shapes at M = 1..2048: dispatcher "auto", decode rung 05, wgmma,
  * cuBLAS, and the fused SwiGLU / residual epilogues through "auto"; at M = 1 also the read
- * ceiling of the weight, "read_pdl" / "read": a kernel that only reads its bytes), ladder (decode rungs 01..07
+ * ceiling of the weight, "read_pdl" / "read": a kernel that only reads its bytes, and "read_early":
+ * the same with every read before the PDL wait), ladder (decode rungs 01..07
  * at M = 1 and 8), prefill (the model shapes at M = 32..2048: "auto", rung 02 with its own tile
  * pick and with each tile config forced, wgmma, cuBLAS, fused epilogues through "auto"; not part
  * of all), splitk (the split-K rung 04: Llama-3-8B QKV / down and the SmolLM2 shapes at M = 32..2048,
@@ -17,8 +18,9 @@
  * cuBLAS at M = 1..64; not part of all), wsplit (rung 03's split-K: each tile width x split
  * factor forced at M = 16..2048 where tiles are few, vs its own pick, rung 04, the dispatcher, cuBLAS
  * and cublasLt; not part of all), skinny (rung 05, the operand-swapped wgmma kernel, at M = 1..128 with each
- * split factor forced, vs the dispatcher, rung 03 and both references; not part of all), all (default: ladder,
- * square, model).
+ * split factor forced, vs the dispatcher, rung 03 and both references; not part of all), trace (builds
+ * configured with -DTINFER_WS_TRACE=ON only: rung 03's per-CTA phase timestamps on a few shapes, see
+ * gemm/tc/ws_trace.cuh), all (default: ladder, square, model).
  * Method (METHOD.md): inputs are random BF16 (never zeros), each kernel's output is checked
  * against cuBLAS's before timing (normalized difference printed), warm-up, then 7 batches of
  * launches timed with events, median batch. Weights and activations rotate over enough copies
@@ -212,10 +214,13 @@ template <typename Fn> static double time_us(Fn fn, int reps) {
  * live). It does no arithmetic and no reduction, so its time is what any kernel that must read
  * these bytes can reach at this size, launch ramp and drain included. pdl: launched like the
  * decode rungs (programmatic stream serialization, nothing read before griddepcontrol.wait,
- * launch_dependents after the loop). */
+ * launch_dependents after the loop); pdl = 2 ("read_early", kernel id 23): as the decode rungs'
+ * early weight stream, launch_dependents first and every read before the wait (only the sink
+ * store waits), so back to back each grid's reads start as the previous one's blocks leave. */
 static __global__ void read_ceiling_kernel(const uint4 *p, size_t n, uint32_t *sink, int pdl) {
 #if __CUDA_ARCH__ >= 900
-    if (pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (pdl == 2) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (pdl == 1) asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -232,7 +237,8 @@ static __global__ void read_ceiling_kernel(const uint4 *p, size_t n, uint32_t *s
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
 #if __CUDA_ARCH__ >= 900
-    if (pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (pdl == 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (pdl == 2) asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
     if (acc == 0x9e3779b9u) *sink = acc;
 }
@@ -252,7 +258,7 @@ static double measure_copy(void) {
     return 2.0 * bytes / (us * 1e-6) / 1e9;
 }
 
-/* kernel ids: 0 cuBLAS, 9 cublasLt, 1..7 decode rungs, 8 / 10 the read ceiling (PDL / plain), 11 wmma, 12 mma.sync (own tile pick), 13 wgmma,
+/* kernel ids: 0 cuBLAS, 9 cublasLt, 1..7 decode rungs, 8 / 10 / 23 the read ceiling (PDL / plain / reads before the wait), 11 wmma, 12 mma.sync (own tile pick), 13 wgmma,
  * 14..16 mma.sync tile config 0..2 forced, 20 auto (dispatcher), 21/22 auto + SwiGLU / residual */
 static const char *kname(int k) {
     switch (k) {
@@ -260,6 +266,7 @@ static const char *kname(int k) {
     case 9: return "cublaslt";
     case 8: return "read_pdl";
     case 10: return "read";
+    case 23: return "read_early";
     case 40: return "split_auto";
     case 41: return "skinny";
     case 1: return "gemv01_thread";
@@ -368,7 +375,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
                                     g_lt_ws, g_lt_ws_bytes, g_s));
                 return;
             }
-            if (k == 8 || k == 10) { /* the read ceiling of this weight copy */
+            if (k == 8 || k == 10 || k == 23) { /* the read ceiling of this weight copy */
                 cudaLaunchConfig_t lc;
                 cudaLaunchAttribute at[1];
                 memset(&lc, 0, sizeof lc);
@@ -378,8 +385,8 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
                 at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
                 at[0].val.programmaticStreamSerializationAllowed = 1;
                 lc.attrs = at;
-                lc.numAttrs = k == 8 ? 1 : 0;
-                BCK(cudaLaunchKernelEx(&lc, read_ceiling_kernel, (const uint4 *)w, wsz * 2 / 16, g_sink, k == 8 ? 1 : 0));
+                lc.numAttrs = k == 10 ? 0 : 1;
+                BCK(cudaLaunchKernelEx(&lc, read_ceiling_kernel, (const uint4 *)w, wsz * 2 / 16, g_sink, k == 8 ? 1 : k == 23 ? 2 : 0));
                 return;
             }
             tinfer_gemm_bf16_args a;
@@ -440,7 +447,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             launch(0);
             to_ref = false;
             BCK(cudaStreamSynchronize(g_s));
-        } else if ((k < 21 || k >= 30) && k != 8 && k != 10) { /* 8 / 10 (read ceiling) write no Y */
+        } else if ((k < 21 || k >= 30) && k != 8 && k != 10 && k != 23) { /* 8 / 10 / 23 (read ceiling) write no Y */
             launch(0);
             BCK(cudaStreamSynchronize(g_s));
             diff = bf16_diff(Y, Yref, ysz);
@@ -539,6 +546,90 @@ static void write_charts(const char *prefix, const std::vector<rec> &rs) {
     }
 }
 
+#ifdef TINFER_WS_TRACE
+/* Set "trace" (builds configured with -DTINFER_WS_TRACE=ON only): rung 03's phase timestamps
+ * (gemm/tc/ws_trace.cuh) for one call on an idle GPU ("iso") and for the last of 50 back to
+ * back ("b2b"), next to the graph-timed cost per call. Each slot: median / max over the CTAs of
+ * the time since the first CTA's entry (globaltimer, ns), and the median per-CTA cycles since
+ * its own entry (clock64). */
+extern "C" int tinfer_ws_trace_read(unsigned long long *ns, long long *clk);
+extern "C" int tinfer_ws_trace_clear(void);
+static void trace_print(const char *tag) {
+    static unsigned long long ns[1024][8];
+    static long long clk[1024][8];
+    BCK(cudaDeviceSynchronize());
+    if (tinfer_ws_trace_read(&ns[0][0], &clk[0][0]) != 0) {
+        fprintf(stderr, "error: trace read\n");
+        exit(1);
+    }
+    unsigned long long t0 = ~0ull;
+    int n = 0;
+    for (int b = 0; b < 1024; b++)
+        if (ns[b][0]) {
+            n++;
+            t0 = std::min(t0, ns[b][0]);
+        }
+    printf("  %-4s CTAs %4d |", tag, n);
+    for (int sl = 1; sl < 8; sl++) {
+        std::vector<double> d, c;
+        for (int b = 0; b < 1024; b++)
+            if (ns[b][0] && ns[b][sl]) {
+                d.push_back((double)(ns[b][sl] - t0));
+                c.push_back((double)(clk[b][sl] - clk[b][0]));
+            }
+        if (d.empty()) {
+            printf(" s%d -", sl);
+            continue;
+        }
+        std::sort(d.begin(), d.end());
+        std::sort(c.begin(), c.end());
+        printf(" s%d %.0f/%.0f ns %.0fc", sl, d[d.size() / 2], d.back(), c[c.size() / 2]);
+    }
+    printf("\n");
+}
+static void trace_set(void) {
+    const struct { const char *n; int64_t M, N, K; } ts[] = {
+        {"smol_down", 128, 576, 1536}, {"smol_down", 512, 576, 1536}, {"smol_down", 2048, 576, 1536},
+        {"smol_o", 64, 576, 576},      {"smol_o", 512, 576, 576},      {"smol_qkv", 128, 960, 576},
+        {"smol_gateup", 512, 3072, 576}, {"llama_qkv", 128, 6144, 4096}, {"square", 4096, 4096, 4096}};
+    for (const auto &t : ts) {
+        uint16_t *x, *w, *y;
+        BCK(cudaMalloc(&x, (size_t)t.M * t.K * 2));
+        BCK(cudaMalloc(&w, (size_t)t.N * t.K * 2));
+        BCK(cudaMalloc(&y, (size_t)t.M * t.N * 2));
+        bf16_fill_kernel<<<256, 256, 0, g_s>>>(x, (size_t)t.M * t.K, 1);
+        bf16_fill_kernel<<<256, 256, 0, g_s>>>(w, (size_t)t.N * t.K, 2);
+        tinfer_gemm_bf16_args a;
+        memset(&a, 0, sizeof a);
+        a.M = t.M; a.N = t.N; a.K = t.K; a.X = x; a.ldx = t.K; a.W = w; a.ldw = t.K;
+        a.Y = y; a.ldy = t.N; a.y_dtype = TINFER_DTYPE_BF16;
+        auto call = [&](int) {
+            tinfer_err err;
+            if (tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_WS, &a, g_s, &err) != TINFER_OK) {
+                fprintf(stderr, "error: %s\n", err.msg);
+                exit(1);
+            }
+        };
+        for (int i = 0; i < 20; i++) call(i);
+        const bool gsave = g_graph;
+        g_graph = true;
+        const double us = time_us(call, 200);
+        g_graph = gsave;
+        printf("trace %-12s M=%-5lld N=%-5lld K=%-5lld graph %.2f us/call\n", t.n, (long long)t.M, (long long)t.N,
+               (long long)t.K, us);
+        BCK(cudaDeviceSynchronize());
+        if (tinfer_ws_trace_clear() != 0) exit(1);
+        call(0);
+        trace_print("iso");
+        for (int i = 0; i < 50; i++) call(i);
+        trace_print("b2b");
+        BCK(cudaFree(x));
+        BCK(cudaFree(w));
+        BCK(cudaFree(y));
+    }
+}
+#endif
+
 extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
     const char *set = "all", *json = NULL, *png = NULL;
     for (int i = 0; i < argc; i++) {
@@ -559,7 +650,11 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         }
     }
     {
-        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny"};
+        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny",
+#ifdef TINFER_WS_TRACE
+                                           "trace"
+#endif
+        };
         bool known = false;
         for (const char *k : sets) known = known || !strcmp(set, k);
         if (!known) {
@@ -595,6 +690,9 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
            prop.multiProcessorCount, g_copy_gbs, g_w_static ? "; W static (args.w_static)" : "");
     std::vector<rec> rs;
     const bool all = !strcmp(set, "all");
+#ifdef TINFER_WS_TRACE
+    if (!strcmp(set, "trace")) trace_set();
+#endif
     if (all || !strcmp(set, "ladder")) {
         const struct { const char *n; int64_t N, K; } ls[] = {
             {"llama_qkv", 6144, 4096}, {"llama_down", 4096, 14336}, {"smol_lmhead", 49152, 576}, {"smol_o", 576, 576}};
@@ -616,7 +714,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
             for (int64_t M : {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048}) {
                 if (g_quick && M != 1 && M != 16 && M != 512) continue;
                 std::vector<int> ks = {0, 9, 20};
-                if (M == 1) ks.insert(ks.end(), {8, 10}); /* the read ceiling of the weight */
+                if (M == 1) ks.insert(ks.end(), {8, 10, 23}); /* the read ceiling of the weight */
                 if (M <= 64) ks.push_back(5); /* threshold sweep: GEMV vs GEMM around 16 */
                 if (M <= 16) ks.push_back(6);
                 ks.push_back(13);

@@ -82,6 +82,7 @@
 #include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 #include "gemm/tc/sm90.cuh"
+#include "gemm/tc/ws_trace.cuh"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -509,6 +510,7 @@ static __global__ void __launch_bounds__(384, 1)
     const int32_t kper = SPLIT ? (kblocks + ksplit - 1) / ksplit : kblocks;
     const int32_t kb0 = rank * kper, kb1 = kb0 + kper < kblocks ? kb0 + kper : kblocks;
 
+    WS_TRACE(threadIdx.x == 0, 0);
     if (threadIdx.x == 0) {
         /* The descriptors are kernel parameters, never written by an earlier kernel: fetching them
          * now overlaps the barrier setup and the PDL wait instead of the first TMA load. */
@@ -536,6 +538,7 @@ static __global__ void __launch_bounds__(384, 1)
      * SMs this one leaves idle, and wait in turn. */
     tdec::pdl_wait();
     tdec::pdl_launch_dependents();
+    WS_TRACE(threadIdx.x == 0, 1);
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -565,12 +568,14 @@ static __global__ void __launch_bounds__(384, 1)
                 tma_load_2d(sb + WS_B_BYTES / 2, &map_w, kb * WS_BK, row_b1, &full[s]);
             }
         }
+        WS_TRACE(true, 2);
         if (SPLIT) {
             cluster_sync_all();
             if (!(flags & WS_F_ASYNCRED)) cluster_sync_all();
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        WS_TRACE(threadIdx.x == 128, 3);
         const int c = wg - 1, warp = tid / 32, lane = tid % 32;
         WsEpi e;
         e.bias = a.bias;
@@ -606,10 +611,12 @@ static __global__ void __launch_bounds__(384, 1)
                 int32_t tm, tn;
                 ws_tile_coords(tile, tiles_m, tiles_n, tm, tn);
                 it = ws_mainloop<BN, WS_STAGES>(d, full, empty, smem, c, tid, it, kblocks);
+                WS_TRACE(threadIdx.x == 128, 4);
                 const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * (e.sw ? WS_BN / 2 : WS_BN) <= e.nout;
                 const bool whole = (flags & WS_F_VEC) && inside;
                 ws_store_slab<BN, EPI>(d, e, (int64_t)tm * WS_BM + 64 * c, tn, whole, lines_mode(inside), scr, warp, lane);
             }
+            WS_TRACE(threadIdx.x == 128, 7);
         } else if constexpr (SPLIT) {
             /* Split-K: this CTA's one tile, k-blocks [kb0, kb1). A slab wholly below row M
              * (M <= 64, or a ragged last row of tiles) computes nothing: its warpgroup only hands
@@ -629,6 +636,7 @@ static __global__ void __launch_bounds__(384, 1)
             } else {
                 ws_mainloop<BN, WS_STAGES>(d, full, empty, smem, c, tid, 0, kb1 - kb0);
             }
+            WS_TRACE(threadIdx.x == 128, 4);
             /* The tile's 8 warp units of 16 rows (u = 4c + warp) are finished by rank
              * u % ksplit. Once every CTA of the cluster is past its mainloop (first cluster
              * barrier: both consumers' wgmmas done, every TMA load landed, so every stage area is
@@ -653,6 +661,7 @@ static __global__ void __launch_bounds__(384, 1)
             auto slot = [&](int32_t p) { return (size_t)((u / ksplit) * (ksplit - 1) + p) * SLOT + lane; };
             const bool async_red = (flags & WS_F_ASYNCRED) != 0;
             cluster_sync_all();
+            WS_TRACE(threadIdx.x == 128, 5);
             if (unit_live && !own) {
                 const int32_t p = rank < owner ? rank : rank - 1;
                 const uint32_t base = cluster_map((const float4 *)smem + slot(p), (uint32_t)owner);
@@ -685,11 +694,13 @@ static __global__ void __launch_bounds__(384, 1)
                     }
                 }
             }
+            WS_TRACE(threadIdx.x == 128, 6);
             if (unit_live && own) {
                 const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * (e.sw ? WS_BN / 2 : WS_BN) <= e.nout;
                 const bool whole = (flags & WS_F_VEC) && inside;
                 ws_store_slab<BN, EPI>(d, e, (int64_t)tm * WS_BM + 64 * c, tn, whole, lines_mode(inside), scr, warp, lane);
             }
+            WS_TRACE(threadIdx.x == 128, 7);
         } else {
             /* Ping-pong: consumer c takes the CTA's tiles j = c, c + 2, ...; tile j's k-blocks
              * are ring iterations j * kblocks ... (the producer's order). d0 / d1: rows 0-63 and
