@@ -61,7 +61,8 @@ int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu,
 /* Shared by the TMA-fed rungs (03, 05; defined in 03_wgmma_ws.cu): a 2-D BF16 tensor map of a
  * row-major [rows, K] matrix (leading dimension ld) with boxes of 64 K-columns x box_rows rows and
  * the 128-byte swizzle, from the per-thread map cache; and whether a launch at this K uses
- * programmatic dependent launch (TINFER_GEMM_BF16_WGMMA_PDL_MAX_K, TINFER_GEMM_WGMMA_PDL). */
+ * programmatic dependent launch (rungs 02-05 on sm_90; TINFER_GEMM_BF16_WGMMA_PDL_MAX_K,
+ * TINFER_GEMM_WGMMA_PDL). */
 tinfer_status tinfer_gemm_bf16_tma_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
                                        uint32_t box_rows, const char *what, tinfer_err *err);
 /* Split-K reduction of rungs 03 and 05: st.async onto the owner's mbarrier (default), or DSMEM
@@ -71,7 +72,7 @@ bool tinfer_gemm_bf16_wgmma_pdl(int64_t K);
 /* TINFER_GEMM_WGMMA_PDL as read: 0 never, 1 always, 2 by K (the default). */
 int tinfer_gemm_bf16_wgmma_pdl_mode(void);
 
-/* Launch configuration shared by the cluster / PDL launches of rungs 03 and 05: grid x threads
+/* Launch configuration shared by the cluster / PDL launches of rungs 02-05: grid x threads
  * CTAs with smem dynamic shared bytes on stream s, a cluster of `cluster` CTAs along x when it is
  * above 1, programmatic stream serialization when pdl; attr has room for both attributes. */
 static inline void tinfer_tc_launch_cfg(cudaLaunchConfig_t *lc, cudaLaunchAttribute attr[2], unsigned grid,
