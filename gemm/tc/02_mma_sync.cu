@@ -429,8 +429,7 @@ static tinfer_status ms_launch(const tinfer_gemm_bf16_args *a, int64_t gm, int64
     const int smem = CS > 1 ? C::split_smem_bytes : C::smem_bytes;
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute attr[2];
-    tinfer_tc_launch_cfg(&lc, attr, 1, C::threads, (size_t)smem, s, CS, pdl);
-    lc.gridDim = dim3((unsigned)(gn * CS), (unsigned)gm);
+    tinfer_tc_launch_cfg(&lc, attr, dim3((unsigned)(gn * CS), (unsigned)gm), C::threads, (size_t)smem, s, CS, pdl);
     TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, mma_sync_kernel<C::bm, C::bn, C::bm / C::wtm, C::warps_n, CS>, *a, vec));
     TINFER_CUDA_LAUNCH_CHECK(err, "mma_sync_kernel");
 cleanup:

@@ -75,10 +75,10 @@ int tinfer_gemm_bf16_wgmma_pdl_mode(void);
 /* Launch configuration shared by the cluster / PDL launches of rungs 02-05: grid x threads
  * CTAs with smem dynamic shared bytes on stream s, a cluster of `cluster` CTAs along x when it is
  * above 1, programmatic stream serialization when pdl; attr has room for both attributes. */
-static inline void tinfer_tc_launch_cfg(cudaLaunchConfig_t *lc, cudaLaunchAttribute attr[2], unsigned grid,
+static inline void tinfer_tc_launch_cfg(cudaLaunchConfig_t *lc, cudaLaunchAttribute attr[2], dim3 grid,
                                         unsigned threads, size_t smem, cudaStream_t s, int cluster, bool pdl) {
     memset(lc, 0, sizeof *lc);
-    lc->gridDim = dim3(grid);
+    lc->gridDim = grid;
     lc->blockDim = dim3(threads);
     lc->dynamicSmemBytes = smem;
     lc->stream = s;
