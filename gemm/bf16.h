@@ -139,6 +139,21 @@ typedef enum tinfer_gemm_bf16_path {
  * M = 2048 144 x 2 9.80 / 10.38 against the unsplit 128 x 128 10.55 / 10.94). Where 128 splits it
  * stays (down M = 512: 128 x 4 8.35 stream, 128 x 3 8.39, 144 x 3 / 4 / 6 8.72 / 8.95 / 8.86). */
 #define TINFER_GEMM_BF16_WGMMA_SPLIT_FILL_DIV 2
+/* Rung 03's 128 x 72 tiles (no split-K, no SwiGLU) are a candidate of the same cost rule as the
+ * other widths (rounds of tiles x (width + TINFER_GEMM_BF16_WGMMA_TILE_FIXED)) for plain outputs
+ * with K <= TINFER_GEMM_BF16_WGMMA_72_MAX_K; the split rule below then still applies. H200
+ * session 8 runs 1-2 (`wsplit`, stream / graph us, 72 against the previous pick): SmolLM2 O
+ * M = 512 5.29 / 4.76 vs 6.33 / 5.77, O M = 2048 5.89 / 5.16 vs 6.91 / 6.42, down M = 2048 9.69 /
+ * 8.92 vs 10.91 / 10.03 (144 x 2 split), QKV M = 512 4.85 / 4.45 vs 5.67 / 5.37, plain gate/up
+ * M = 128 4.96 / 4.62 vs 5.84 / 5.54; the rule keeps 128 where 72 loses (gate/up M = 512 8.16 vs
+ * 6.10) and down M = 512 keeps its 128 x 4 split (8.65 vs 8.92 for 72). */
+#define TINFER_GEMM_BF16_WGMMA_72_MAX_K 2048
+/* The dispatcher sends a few-tile shape that rung 04 would take to rung 03 instead when rung 03
+ * takes it unsplit in 128 x 72 tiles (K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K) and M >= this (both
+ * consumer warpgroups hold rows). H200 session 8 run 2 (stream / graph us, rung 03 in 72-wide
+ * tiles vs rung 04): SmolLM2 QKV M = 128 4.75 / 4.36 vs 6.02 / 5.41, O M = 128 4.60 / 4.27 vs
+ * 5.28 / 4.52. */
+#define TINFER_GEMM_BF16_WGMMA_72_MIN_M 128
 #define TINFER_GEMM_BF16_WGMMA_SPLIT_WIDE_MAX_M 64
 #define TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB 2
 /* Short rows are not split: at K = 576 (9 k-blocks) no factor beat the unsplit 128 x 128 tile on

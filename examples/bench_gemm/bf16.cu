@@ -296,9 +296,9 @@ static const char *kname(int k) {
     case 21: return "auto_swiglu";
     case 22: return "auto_residual";
     }
-    if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 * split factor + width code (0: 128, 1: 256, 2: 144) */
+    if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 * split factor + width code (0: 128, 1: 256, 2: 144, 3: 72) */
         static char nb[32];
-        snprintf(nb, sizeof nb, "wg%d_k%d", k % 10 == 1 ? 256 : k % 10 == 2 ? 144 : 128, (k - 200) / 10);
+        snprintf(nb, sizeof nb, "wg%d_k%d", k % 10 == 1 ? 256 : k % 10 == 2 ? 144 : k % 10 == 3 ? 72 : 128, (k - 200) / 10);
         return nb;
     }
     if (k >= 300 && k < 400) { /* rung 05 forced: 300 + 10 * split factor + token tile code (8 << code) */
@@ -421,8 +421,9 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             }
             else if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 x split factor + width code */
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
-                const int32_t cfg = k % 10 == 1 ? TINFER_GEMM_BF16_WGMMA_CFG_256
+                const int32_t cfg = k % 10 == 1   ? TINFER_GEMM_BF16_WGMMA_CFG_256
                                     : k % 10 == 2 ? TINFER_GEMM_BF16_WGMMA_CFG_144
+                                    : k % 10 == 3 ? TINFER_GEMM_BF16_WGMMA_CFG_72
                                                   : TINFER_GEMM_BF16_WGMMA_CFG_128;
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_wgmma_ws_split(&a, cfg, (k - 200) / 10, g_s, &err);
             }
@@ -835,12 +836,12 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         for (const auto &s : ms)
             for (int64_t M : {16, 32, 64, 128, 512, 2048}) {
                 std::vector<int> ks = {0, 9, 20, 13, 40};
-                for (int bn : {128, 144, 256}) {
-                    if (bn == 144 && s.N % 144) continue; /* 144 only where it divides N */
+                for (int bn : {72, 128, 144, 256}) {
+                    if (bn == 144 && s.N % bn) continue; /* 144 only where it divides N */
                     const int64_t tiles = ((M + 127) / 128) * ((s.N + bn - 1) / bn);
                     for (int f : {1, 2, 3, 4, 6, 8})
-                        if (f == 1 || tiles * f <= prop.multiProcessorCount)
-                            ks.push_back(200 + 10 * f + (bn == 256 ? 1 : bn == 144 ? 2 : 0));
+                        if (f == 1 || (bn != 72 && tiles * f <= prop.multiProcessorCount)) /* 72: no split */
+                            ks.push_back(200 + 10 * f + (bn == 256 ? 1 : bn == 144 ? 2 : bn == 72 ? 3 : 0));
                 }
                 bench_shape(rs, "wsplit", s.n, M, s.N, s.K, ks);
             }

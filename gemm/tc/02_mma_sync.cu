@@ -246,7 +246,7 @@ static __device__ __forceinline__ void ms_split_reduce(const tinfer_gemm_bf16_ar
  * + rank) split the k-tiles of one output tile; see the split-K section of the header. */
 template <int BM, int BN, int WARPS_M, int WARPS_N, int CS>
 static __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
-    mma_sync_kernel(tinfer_gemm_bf16_args a, int32_t vec) {
+    mma_sync_kernel(tinfer_gemm_bf16_args a, int32_t vec, int32_t early_w) {
 #if __CUDA_ARCH__ >= 800
     typedef ms_cfg<BM, BN, WARPS_M, WARPS_N> C;
     constexpr int T = C::threads, MI = C::mi, NI = C::ni;
@@ -263,8 +263,11 @@ static __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
     /* Programmatic dependent launch (sm_90, where the launcher asks for it: the rule and switch of
      * rung 03, tinfer_gemm_bf16_wgmma_pdl): nothing global is read or written before the wait, so
      * the block's launch overlaps the previous kernel; the next kernel may launch at once (its
-     * blocks take only the slots this grid leaves, and wait in turn). No-ops otherwise. */
-    tdec::pdl_wait();
+     * blocks take only the slots this grid leaves, and wait in turn). No-ops otherwise.
+     * early_w (args.w_static with PDL): the W part of the first MS_STAGES - 1 stages is issued
+     * before the wait (below); it joins the first cp.async group, so the group accounting of the
+     * main loop is unchanged. */
+    if (!early_w) tdec::pdl_wait();
     tdec::pdl_launch_dependents();
 
     /* Per-thread source rows, fixed over the k-loop. T % 4 == 0, so chunk column = tid % 4. */
@@ -297,19 +300,21 @@ static __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
     const int64_t ktiles_all = (K + MS_BK - 1) / MS_BK;
     /* this block's k-tiles [kt0, kt0 + ktiles): an even share of the CS-way split (may be 0) */
     const int64_t kt0 = ktiles_all * rank / CS, ktiles = ktiles_all * (rank + 1) / CS - kt0;
-    auto load_stage = [&](int64_t kt) { /* kt counts from kt0 */
+    auto load_stage = [&](int64_t kt, bool with_x, bool with_w) { /* kt counts from kt0 */
         const int slot = (int)(kt % MS_STAGES);
         const uint32_t sa = sbase + slot * C::stage_bytes, sb = sa + BM * MS_BK * 2;
         const int64_t k = (kt0 + kt) * MS_BK;
         const bool kok = k + cc * 8 < K;
 #pragma unroll
         for (int i = 0; i < NA; i++) {
+            if (!with_x) break;
             const int r = (tid + i * T) / 4;
             const bool ok = aok[i] && kok;
             ms_cp16(sa + ms_swz(r, cc), ok ? (const void *)(asrc[i] + k) : (const void *)a.X, ok);
         }
 #pragma unroll
         for (int i = 0; i < NB; i++) {
+            if (!with_w) break;
             const int r = (tid + i * T) / 4;
             const bool ok = bok[i] && kok;
             ms_cp16(sb + ms_swz(r, cc), ok ? (const void *)(bsrc[i] + k) : (const void *)a.W, ok);
@@ -325,9 +330,15 @@ static __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
             for (int e = 0; e < 4; e++)
                 acc[i][j][e] = 0.f;
 
+    if (early_w) {
+#pragma unroll
+        for (int s = 0; s < MS_STAGES - 1; s++)
+            if (s < ktiles) load_stage(s, false, true);
+        tdec::pdl_wait();
+    }
 #pragma unroll
     for (int s = 0; s < MS_STAGES - 1; s++) {
-        if (s < ktiles) load_stage(s);
+        if (s < ktiles) load_stage(s, true, !early_w);
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     }
     /* ldmatrix lane roles: A rows lane % 16, k-half lane / 16; B rows (lane % 8) + 8 (lane / 16),
@@ -339,7 +350,7 @@ static __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
          * also tells every warp that slot (kt - 1) % STAGES, refilled below, has been read. */
         asm volatile("cp.async.wait_group %0;\n" ::"n"(MS_STAGES - 2) : "memory");
         __syncthreads();
-        if (kt + MS_STAGES - 1 < ktiles) load_stage(kt + MS_STAGES - 1);
+        if (kt + MS_STAGES - 1 < ktiles) load_stage(kt + MS_STAGES - 1, true, true);
         asm volatile("cp.async.commit_group;\n" ::: "memory");
         const int slot = (int)(kt % MS_STAGES);
         const uint32_t sa = sbase + slot * C::stage_bytes, sb = sa + BM * MS_BK * 2;
@@ -430,7 +441,8 @@ static tinfer_status ms_launch(const tinfer_gemm_bf16_args *a, int64_t gm, int64
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute attr[2];
     tinfer_tc_launch_cfg(&lc, attr, dim3((unsigned)(gn * CS), (unsigned)gm), C::threads, (size_t)smem, s, CS, pdl);
-    TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, mma_sync_kernel<C::bm, C::bn, C::bm / C::wtm, C::warps_n, CS>, *a, vec));
+    TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, mma_sync_kernel<C::bm, C::bn, C::bm / C::wtm, C::warps_n, CS>, *a, vec,
+                                            (int32_t)tinfer_gemm_bf16_early_w(a, pdl)));
     TINFER_CUDA_LAUNCH_CHECK(err, "mma_sync_kernel");
 cleanup:
     return status;

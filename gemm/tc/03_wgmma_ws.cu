@@ -111,14 +111,17 @@
  * for the 128B swizzle (§2); + 256 barriers; + 8 warps' epilogue scratch: 231,680 B, under the
  * 232,448 B (227 KB) per-block limit. */
 template <int BN, bool TS = false> struct WsGeo {
-    static_assert(BN == 256 || BN == 128 || BN == 144, "tile width 128, 144 or 256");
+    static_assert(BN == 256 || BN == 128 || BN == 144 || BN == 72, "tile width 72, 128, 144 or 256");
     static_assert(!TS || BN % 64 == 0, "TMA-store epilogue: whole 64-column boxes");
     static constexpr int B_BYTES = BN * WS_BK * 2;
     static constexpr int STAGE_BYTES = WS_A_BYTES + B_BYTES;
-    /* each W box (BN / 2 rows of 128 B) starts 1024-byte aligned, as the 128B swizzle needs */
-    static_assert((B_BYTES / 2) % 1024 == 0 && STAGE_BYTES % 1024 == 0, "swizzle atoms stay aligned");
+    /* W boxes per stage: two of BN / 2 rows (the SwiGLU halves come from two places), one of 72
+     * rows for BN = 72 (plain outputs only: 36-row halves would not start 1024-byte aligned) */
+    static constexpr int W_BOXES = BN == 72 ? 1 : 2;
+    /* each W box (BN / W_BOXES rows of 128 B) starts 1024-byte aligned, as the 128B swizzle needs */
+    static_assert((B_BYTES / W_BOXES) % 1024 == 0 && STAGE_BYTES % 1024 == 0, "swizzle atoms stay aligned");
     /* TS (TMA-store epilogue): a 128 x 256 tile's 64 KB output buffer takes a stage */
-    static constexpr int STAGES = BN == 256 ? (TS ? 3 : 4) : BN == 144 ? 5 : 6;
+    static constexpr int STAGES = BN == 256 ? (TS ? 3 : 4) : BN == 144 ? 5 : BN == 72 ? 7 : 6;
     /* TS: each consumer's 64-row output slab as BF16 in 64-column boxes of 8 KB (128B swizzle),
      * 1024-byte aligned after 1 KB of barriers; no per-warp scratch */
     static constexpr int OUT_BYTES = TS ? 2 * 64 * BN * 2 : 0;
@@ -168,6 +171,17 @@ static __device__ __forceinline__ void wgmma_m64n128k16(float d[64], uint64_t da
         : WS_ACC8(0), WS_ACC8(8), WS_ACC8(16), WS_ACC8(24), WS_ACC8(32), WS_ACC8(40), WS_ACC8(48), WS_ACC8(56)
         : "l"(da), "l"(db), "r"(scale_d));
 }
+static __device__ __forceinline__ void wgmma_m64n72k16(float d[36], uint64_t da, uint64_t db, uint32_t scale_d) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %38, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n72k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35"
+        "}, %36, %37, p, 1, 1, 0, 0;\n}\n"
+        : WS_ACC8(0), WS_ACC8(8), WS_ACC8(16), WS_ACC8(24), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+        : "l"(da), "l"(db), "r"(scale_d));
+}
 static __device__ __forceinline__ void wgmma_m64n144k16(float d[72], uint64_t da, uint64_t db, uint32_t scale_d) {
     asm volatile(
         "{\n .reg .pred p;\n setp.ne.b32 p, %74, 0;\n"
@@ -187,6 +201,7 @@ template <int BN>
 static __device__ __forceinline__ void wgmma_step(float *d, uint64_t da, uint64_t db, uint32_t scale_d) {
     if constexpr (BN == 256) wgmma_m64n256k16(d, da, db, scale_d);
     else if constexpr (BN == 144) wgmma_m64n144k16(d, da, db, scale_d);
+    else if constexpr (BN == 72) wgmma_m64n72k16(d, da, db, scale_d);
     else wgmma_m64n128k16(d, da, db, scale_d);
 }
 /* What the epilogue needs, copied into registers once per consumer: reading them through a
@@ -565,7 +580,7 @@ static __global__ void __launch_bounds__(384, 1)
                 mbar_expect_tx(&full[s], WS_STAGE_BYTES);
                 tma_load_2d(sa, &map_x, kb * WS_BK, row_a, &full[s]);
                 tma_load_2d(sb, &map_w, kb * WS_BK, row_b0, &full[s]);
-                tma_load_2d(sb + WS_B_BYTES / 2, &map_w, kb * WS_BK, row_b1, &full[s]);
+                if (G::W_BOXES == 2) tma_load_2d(sb + WS_B_BYTES / 2, &map_w, kb * WS_BK, row_b1, &full[s]);
             }
         }
         WS_TRACE(true, 2);
@@ -894,6 +909,17 @@ int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu,
     return best;
 }
 
+/* 128 x 72 tiles: plain outputs, K <= TINFER_GEMM_BF16_WGMMA_72_MAX_K, and cheaper than the cfg
+ * rule's width by the same cost (rounds of tiles x (width + TINFER_GEMM_BF16_WGMMA_TILE_FIXED)). */
+bool tinfer_gemm_bf16_wgmma_uses72(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm) {
+    if (swiglu || K > TINFER_GEMM_BF16_WGMMA_72_MAX_K || n_sm < 1) return false;
+    const int64_t tiles_m = (M + WS_BM - 1) / WS_BM;
+    auto cost = [&](int64_t bn) {
+        return (tiles_m * ((nout + bn - 1) / bn) + n_sm - 1) / n_sm * (bn + TINFER_GEMM_BF16_WGMMA_TILE_FIXED);
+    };
+    return cost(72) < cost(tinfer_gemm_bf16_wgmma_pick_cfg(M, nout, 0, n_sm));
+}
+
 /* Tile width and split-K factor. The cfg rule's width and no split, unless its tiles are few
  * (tiles x TINFER_GEMM_BF16_WGMMA_SPLIT_FILL_DIV <= SMs, counted at the cfg rule's width or at
  * 144 where that width is a candidate) and K >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K. Then the
@@ -916,9 +942,10 @@ void tinfer_gemm_bf16_wgmma_pick_split(int64_t M, int64_t nout, int64_t K, int32
     const int64_t tiles_m = (M + WS_BM - 1) / WS_BM, kblocks = (K + WS_BK - 1) / WS_BK;
     auto cols = [&](int32_t bn) { return (int64_t)(swiglu ? bn / 2 : bn); };
     auto tiles_of = [&](int32_t bn) { return tiles_m * ((nout + cols(bn) - 1) / cols(bn)); };
+    if (tinfer_gemm_bf16_wgmma_uses72(M, nout, K, swiglu, n_sm)) *cfg = TINFER_GEMM_BF16_WGMMA_CFG_72;
     const bool wide = M <= TINFER_GEMM_BF16_WGMMA_SPLIT_WIDE_MAX_M;
-    /* 144 where its tiles cover fewer output columns than 128's */
-    const bool use144 = !wide && tiles_of(144) * cols(144) < tiles_of(128) * cols(128);
+    /* 144 where its tiles cover fewer output columns than 128's, unless 72 already won */
+    const bool use144 = *cfg != TINFER_GEMM_BF16_WGMMA_CFG_72 && !wide && tiles_of(144) * cols(144) < tiles_of(128) * cols(128);
     const int64_t few = use144 && tiles_of(144) < tiles_of(*cfg) ? tiles_of(144) : tiles_of(*cfg);
     if (few * TINFER_GEMM_BF16_WGMMA_SPLIT_FILL_DIV > n_sm || K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K) return;
     const int32_t cand[2] = {wide ? 256 : 128, use144 ? 144 : 0};
@@ -999,6 +1026,15 @@ static bool ws_pdl(int64_t K) {
 
 bool tinfer_gemm_bf16_wgmma_pdl(int64_t K) { return ws_pdl(K); }
 bool tinfer_gemm_bf16_split_asyncred(void) { return ws_switch_on(WS_SW_ASYNCRED); }
+/* TINFER_GEMM_EARLY_W=0 (read once): no early weight loads in rungs 02 / 04. */
+bool tinfer_gemm_bf16_early_w(const tinfer_gemm_bf16_args *a, bool pdl) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("TINFER_GEMM_EARLY_W");
+        on = !(v && !strcmp(v, "0"));
+    }
+    return pdl && a->w_static && on;
+}
 int tinfer_gemm_bf16_wgmma_pdl_mode(void) {
     (void)ws_pdl(0); /* reads the switch */
     return ws_pdl_mode;
@@ -1010,13 +1046,15 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
     using G = WsGeo<BN>;
     /* the TMA-store instantiations: persistent, whole 64-column boxes */
     constexpr bool WS_HAS_TS = !PP && BN % 64 == 0;
+    /* the split-K instantiations (not for the 72-wide tile, which exists to avoid a split) */
+    constexpr bool WS_HAS_SPLIT = !PP && BN != 72;
     using GT = WsGeo<WS_HAS_TS ? BN : 128, true>;
     tinfer_status status = TINFER_OK;
     CUtensorMap mx, mw;
     static int smem_set_for = -1;
     const bool plain = !a->bias && !a->R && !a->swiglu;
     if ((status = ws_make_map(&mx, a->X, a->M, a->K, a->ldx, WS_BM, "X", err)) != TINFER_OK) return status;
-    if ((status = ws_make_map(&mw, a->W, a->N, a->K, a->ldw, BN / 2, "W", err)) != TINFER_OK) return status;
+    if ((status = ws_make_map(&mw, a->W, a->N, a->K, a->ldw, BN / G::W_BOXES, "W", err)) != TINFER_OK) return status;
     if (smem_set_for != dev) {
         if constexpr (WS_HAS_TS) {
             TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, false, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, GT::SMEM));
@@ -1024,7 +1062,7 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
         }
         TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, PP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
         TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1, PP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
-        if (!PP) {
+        if constexpr (WS_HAS_SPLIT) {
             TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
             TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
         }
@@ -1061,8 +1099,10 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
         cudaLaunchAttribute attr[2];
         tinfer_tc_launch_cfg(&lc, attr, (unsigned)grid, 384, (size_t)(ts ? GT::SMEM : G::SMEM), s, ksplit, ws_pdl(a->K));
         if (ksplit > 1) {
-            if (plain) TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
-            else TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
+            if constexpr (WS_HAS_SPLIT) {
+                if (plain) TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
+                else TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
+            }
         } else if (ts) {
             if constexpr (WS_HAS_TS) {
                 if (plain) TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, false, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, 1));
@@ -1089,8 +1129,11 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90 (device %d is sm_%d*)", dev, major);
     if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: dimension over 2^31");
-    if (ksplit < 0 || ksplit > 8 || (ksplit > 1 && cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128))
-        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: split-K factor %d (0 = auto, 1..8; none with ping-pong)", (int)ksplit);
+    if (ksplit < 0 || ksplit > 8 || (ksplit > 1 && (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128 || cfg == TINFER_GEMM_BF16_WGMMA_CFG_72)))
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: split-K factor %d (0 = auto, 1..8; none with ping-pong or 72-wide tiles)",
+                              (int)ksplit);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_72 && a->swiglu)
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: 72-wide tiles have no SwiGLU epilogue");
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO && ksplit == 0) {
         const int32_t(*cl)[9] = NULL;
         const tinfer_status st = ws_clusters(dev, n_sm, &cl, err);
@@ -1102,8 +1145,9 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_256) return ws_launch<256, false>(a, dev, n_sm, ksplit, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_128) return ws_launch<128, false>(a, dev, n_sm, ksplit, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_144) return ws_launch<144, false>(a, dev, n_sm, ksplit, s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_72) return ws_launch<72, false>(a, dev, n_sm, 1, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128) return ws_launch<128, true>(a, dev, n_sm, 1, s, err);
-    return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tile config %d (256, 144, 128 or %d for ping-pong 128)",
+    return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tile config %d (256, 144, 128, 72 or %d for ping-pong 128)",
                           (int)cfg, TINFER_GEMM_BF16_WGMMA_CFG_PP128);
 }
 

@@ -494,15 +494,17 @@ static tinfer_status sk_occupancy(int dev, int n_sm, int32_t bt, const SkOcc **o
     return TINFER_OK;
 }
 
-/* TINFER_GEMM_SKINNY_STAGES=wide|deep (read once; measurement): force the stage ring; otherwise
+/* TINFER_GEMM_SKINNY_STAGES=wide|wide1|deep (read once; measurement): force the stage ring (wide1:
+ * the wide ring with a persistent grid of one CTA per SM, which leaves room on each SM for a CTA
+ * of the next kernel); otherwise
  * the split kernel runs wide (two CTAs per SM) and the persistent kernel deep (one per SM). H200
  * session 5, stream timing, us: split 2 on Llama QKV M = 16 wide 18.3 vs deep 20.1 (down 37.0 vs
  * 35.7); persistent, Llama QKV M = 16 deep 19.9 vs wide 21.9, gate/up 61.3 vs 61.7. */
 static int sk_depth_switch(void) {
-    static int mode = -1; /* 0 auto, 1 wide, 2 deep */
+    static int mode = -1; /* 0 auto, 1 wide, 2 deep, 3 wide1 */
     if (mode < 0) {
         const char *v = getenv("TINFER_GEMM_SKINNY_STAGES");
-        mode = v && !strcmp(v, "wide") ? 1 : v && !strcmp(v, "deep") ? 2 : 0;
+        mode = v && !strcmp(v, "wide") ? 1 : v && !strcmp(v, "deep") ? 2 : v && !strcmp(v, "wide1") ? 3 : 0;
     }
     return mode;
 }
@@ -537,7 +539,7 @@ static tinfer_status sk_launch(const tinfer_gemm_bf16_args *a, int32_t ksplit, c
         }
         if (tiles * ksplit > INT32_MAX / 2) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 skinny: too many tiles");
         const int dsw = sk_depth_switch();
-        const bool deep = ksplit > 1 ? dsw == 2 : dsw != 1;
+        const bool deep = ksplit > 1 ? dsw == 2 : dsw != 1 && dsw != 3;
         /* k-blocks per stage: the switch's or the default, lowered until the ring keeps 3 stages and, for
          * the split kernel, its stage area holds the scratch and the pushed partial sums */
         const int budget = (deep ? SK_SMEM_DEEP : SK_SMEM_WIDE) - (ksplit > 1 ? 0 : G::SCR_BYTES);
@@ -547,7 +549,7 @@ static tinfer_status sk_launch(const tinfer_gemm_bf16_args *a, int32_t ksplit, c
                             (ksplit > 1 && G::fit(budget, ksub) * ksub * G::SUB_BYTES < G::SCR_BYTES + G::MAX_SLOTS * G::SLOT_BYTES)))
             ksub /= 2;
         const uint32_t stages = (uint32_t)G::fit(budget, ksub);
-        const int64_t slots = occ->pers[deep ? 1 : 0] > 0 ? occ->pers[deep ? 1 : 0] : n_sm;
+        const int64_t slots = dsw == 3 ? n_sm : occ->pers[deep ? 1 : 0] > 0 ? occ->pers[deep ? 1 : 0] : n_sm;
         const int64_t grid = ksplit > 1 ? tiles * ksplit : tiles < slots ? tiles : slots;
         int32_t flags = 0;
         const size_t es = a->y_dtype == TINFER_DTYPE_F32 ? 4 : 2;

@@ -14,7 +14,8 @@
  * over a thread-block cluster, its own split pick) when the wgmma kernel's 128 x 256 tiles would
  * fill under a quarter of the SMs (TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV) and K is short
  * (TINFER_GEMM_BF16_SPLIT_MAX_K) and there are at most TINFER_GEMM_BF16_SPLIT_MAX_TILES of them
- * (more go to rung 03's own split), else the
+ * (more go to rung 03's own split) and rung 03 would not take them unsplit in 128 x 72 tiles
+ * (TINFER_GEMM_BF16_WGMMA_72_MIN_M), else the
  * wgmma kernel (rung 03, which picks its own tile width and, for few tiles and long K, its split-K
  * factor); the WMMA kernel off sm_90. The thresholds come from the
  * sweeps recorded in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=
@@ -141,7 +142,10 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
     const bool few_tiles = tiles * TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV < (int64_t)n_sm;
     const bool split_pays = a->K <= TINFER_GEMM_BF16_SPLIT_MAX_K &&
                             tiles <= TINFER_GEMM_BF16_SPLIT_MAX_TILES;
-    return few_tiles && split_pays ? TINFER_GEMM_BF16_MMA_SPLITK : TINFER_GEMM_BF16_WGMMA_WS;
+    /* rung 03's 128 x 72 tiles, unsplit (short K), beat rung 04 where both consumers have rows */
+    const bool tiles72 = a->M >= TINFER_GEMM_BF16_WGMMA_72_MIN_M && a->K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K &&
+                         tinfer_gemm_bf16_wgmma_uses72(a->M, nout, a->K, a->swiglu, n_sm);
+    return few_tiles && split_pays && !tiles72 ? TINFER_GEMM_BF16_MMA_SPLITK : TINFER_GEMM_BF16_WGMMA_WS;
 }
 
 extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K) {

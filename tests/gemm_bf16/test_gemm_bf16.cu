@@ -78,6 +78,7 @@ typedef struct runner {
     char kind;
     int id;
     const char *name;
+    int w_static; /* 1: the call sets args.w_static (rungs 02-05 then load W before the PDL wait) */
 } runner;
 
 /* Rung 07 configurations: each changes one launch choice of the default (see gemv_bf16_internal.h). */
@@ -90,7 +91,10 @@ static const tinfer_gemv07_cfg g07_cfgs[] = {
     {16, 1, 8, -1, 0, 0},  /* 16 tokens per pass, at most 8 stages */
 };
 
-static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a0, cudaStream_t s, tinfer_err *err) {
+    tinfer_gemm_bf16_args wa = *a0;
+    if (r->w_static) wa.w_static = 1;
+    const tinfer_gemm_bf16_args *a = &wa;
     if (r->kind == 'p') {
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemv_bf16", err);
         return st != TINFER_OK ? st : tinfer_gemv_bf16_persistent_cfg(a, &g07_cfgs[r->id], s, err);
@@ -430,10 +434,10 @@ static void split_pick(void) {
         {128, 3072, 576, 0, roomy, 0, 0},     /* short K: no split */
         {2048, 4096, 4096, 0, roomy, 0, 0},   /* many tiles: no split */
         {64, 2 * 1024, 8192, 1, roomy, 1, 256},
-        /* SmolLM2 down (N' = 576 = 4 x 144): at M = 2048, 80 tiles of 128 find no cluster room,
-         * 64 of 144 pair into clusters of 2; at M = 128 / 512 the 128-wide tiles split, so 144
-         * is not tried */
-        {2048, 576, 1536, 0, roomy, 1, 144},
+        /* SmolLM2 down (N' = 576 = 8 x 72): at M = 2048, 128 tiles of 72 fill the SMs unsplit;
+         * at M = 128 / 512 the 72-wide tiles are few and the 128-wide tiles split, so 144 is not
+         * tried */
+        {2048, 576, 1536, 0, roomy, 0, 72},
         {128, 576, 1536, 0, roomy, 1, 128},
         {512, 576, 1536, 0, roomy, 1, 128},   /* 128 splits: 144 is not tried */
         {2048, 576, 1536, 0, tight, 0, 0},    /* no cluster fits: the unsplit tile */
@@ -444,7 +448,7 @@ static void split_pick(void) {
         tinfer_gemm_bf16_wgmma_pick_split(c.M, nout, c.K, c.sw, 132, c.t, &cfg, &ks);
         const int64_t cols = c.sw ? cfg / 2 : cfg, tiles = ((c.M + 127) / 128) * ((nout + cols - 1) / cols);
         const int64_t kb = (c.K + 63) / 64, kper = (kb + ks - 1) / ks;
-        const bool ok = (cfg == 128 || cfg == 144 || cfg == 256) && ks >= 1 && ks <= 8 && (ks > 1) == (c.want_split != 0) &&
+        const bool ok = (cfg == 72 || cfg == 128 || cfg == 144 || cfg == 256) && ks >= 1 && ks <= 8 && (ks > 1) == (c.want_split != 0) &&
                         (!c.want_cfg || cfg == c.want_cfg) &&
                         (ks == 1 || (tiles <= c.t[tinfer_gemm_bf16_wgmma_width_index(cfg)][ks] &&
                                      kper >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB));
@@ -549,6 +553,7 @@ int main(int argc, char **argv) {
                                {'m', 1, "mma128x64"},     {'m', 2, "mma128x128"},    {'t', 3, "wgmma"},
                                /* rung 03 with each tile configuration forced (its entry picks one per shape) */
                                {'w', 128, "wgmma128"},    {'w', 256, "wgmma256"},    {'w', 144, "wgmma144"},
+                               {'w', 72, "wgmma72"},
                                {'w', TINFER_GEMM_BF16_WGMMA_CFG_PP128, "wgmma_pp128"},
                                /* rung 03 split-K over a cluster (id = tile width + 1000 x factor) */
                                {'w', 2000 + 128, "wgmma128/k2"}, {'w', 3000 + 256, "wgmma256/k3"},
@@ -563,7 +568,13 @@ int main(int argc, char **argv) {
                                * token tile forced (smaller than M: several token tiles), splits */
                                {'t', 5, "skinny"},        {'k', 8, "skinny8"},       {'k', 16, "skinny16"},
                                {'k', 32, "skinny32"},     {'k', 64, "skinny64"},     {'k', 300 + 16, "skinny16/k3"},
-                               {'k', 200 + 64, "skinny64/k2"}, {'k', 800 + 8, "skinny8/k8"}, {'k', 500 + 32, "skinny32/k5"}};
+                               {'k', 200 + 64, "skinny64/k2"}, {'k', 800 + 8, "skinny8/k8"}, {'k', 500 + 32, "skinny32/k5"},
+                               /* args.w_static: rungs 02-05 issue their first stages' W loads before
+                                * the PDL wait (PDL is on at K <= 2048) */
+                               {'t', 3, "wgmma/wstatic", 1}, {'w', 144, "wgmma144/wstatic", 1},
+                               {'w', 2000 + 128, "wgmma128/k2/wstatic", 1}, {'t', 5, "skinny/wstatic", 1},
+                               {'k', 16, "skinny16/wstatic", 1}, {'k', 300 + 16, "skinny16/k3/wstatic", 1},
+                               {'t', 2, "mma/wstatic", 1}, {'s', 4, "split64x64/4/wstatic", 1}};
     const int n_gemm = (int)(sizeof gemm_all / sizeof gemm_all[0]);
     const runner paths[] = {{'d', TINFER_GEMM_BF16_PATH_GEMV, "path=gemv"}, {'d', TINFER_GEMM_BF16_PATH_GEMM, "path=gemm"}};
     const tinfer_dtype BF = TINFER_DTYPE_BF16, F = TINFER_DTYPE_F32;

@@ -23,7 +23,9 @@
  * (TINFER_GEMM_WGMMA_PDL=1, set below): its own pick at this shape (split-K over a cluster: 4 tiles, K = 4096)
  * and the persistent kernel with 128 x 256 tiles forced; and on rung 05 (skinny, ids 32 / 33): its own
  * pick (split 8 over a cluster: 8 tiles) and unsplit; and on rungs 04 / 02 (mma.sync, ids 34 / 35): rung
- * 04's own pick (split-K over a cluster) and rung 02 (no split).
+ * 04's own pick (split-K over a cluster) and rung 02 (no split). Every rung but 04 (GEMV) also
+ * runs with args.w_static and a new X: the TMA rungs then issue their first ring of W loads, the
+ * cp.async rungs their first stages' W, before the wait, and must still see the new X.
  * Also printed: rungs 05/06's launch choice per M (stages, X rows staged, shared memory, blocks
  * per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor), which must be >= 1.
  * The launcher's PDL mode comes from TINFER_GEMV_PDL (unset: the default, which must be a PDL
@@ -214,8 +216,8 @@ int main(void) {
         for (int64_t M : {1, 8})
             for (int target = 0; target < 2; target++) /* 0: writer writes X, 1: W */
                 for (int early = 0; early < (sm90 ? 2 : 1); early++)
-                for (int wst = 0; wst < 2; wst++) { /* args.w_static: rungs 05 / 06 read W early */
-                    if (wst && (target == 1 || (kernel != 5 && kernel != 6))) continue; /* a W writer breaks the promise */
+                for (int wst = 0; wst < 2; wst++) { /* args.w_static: W read before the wait */
+                    if (wst && (target == 1 || kernel == 4)) continue; /* a W writer breaks the promise */
                     /* both inputs from a base seed, synchronously */
                     seed = seed * 1664525u + 1013904223u;
                     writer_kernel<<<wblocks, 256, 0, s>>>(dX, nx, seed, 0);
