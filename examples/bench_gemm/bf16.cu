@@ -252,7 +252,12 @@ static double measure_copy(void) {
     BCK(cudaMalloc(&b, bytes));
     BCK(cudaMemsetAsync(a, 1, bytes, g_s));
     BCK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g_s));
+    /* always stream-timed: a copy captured into a graph became a memcpy node that measured 2.7
+     * TB/s against 4.2 (H200, session 8), which made --graph's "% of copy" 1.56x too high */
+    const bool graph = g_graph;
+    g_graph = false;
     const double us = time_us([&](int) { BCK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g_s)); }, 5);
+    g_graph = graph;
     BCK(cudaFree(a));
     BCK(cudaFree(b));
     return 2.0 * bytes / (us * 1e-6) / 1e9;
@@ -296,9 +301,10 @@ static const char *kname(int k) {
     case 21: return "auto_swiglu";
     case 22: return "auto_residual";
     }
-    if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 * split factor + width code (0: 128, 1: 256, 2: 144, 3: 72) */
+    if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 * split factor + width code (0: 128, 1: 256, 2: 144, 3: 72, 4: 72 with X multicast) */
         static char nb[32];
-        snprintf(nb, sizeof nb, "wg%d_k%d", k % 10 == 1 ? 256 : k % 10 == 2 ? 144 : k % 10 == 3 ? 72 : 128, (k - 200) / 10);
+        snprintf(nb, sizeof nb, "wg%d%s_k%d", k % 10 == 1 ? 256 : k % 10 == 2 ? 144 : k % 10 >= 3 ? 72 : 128, k % 10 == 4 ? "mc" : "",
+                 (k - 200) / 10);
         return nb;
     }
     if (k >= 300 && k < 400) { /* rung 05 forced: 300 + 10 * split factor + token tile code (8 << code) */
@@ -424,6 +430,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
                 const int32_t cfg = k % 10 == 1   ? TINFER_GEMM_BF16_WGMMA_CFG_256
                                     : k % 10 == 2 ? TINFER_GEMM_BF16_WGMMA_CFG_144
                                     : k % 10 == 3 ? TINFER_GEMM_BF16_WGMMA_CFG_72
+                                    : k % 10 == 4 ? TINFER_GEMM_BF16_WGMMA_CFG_72MC
                                                   : TINFER_GEMM_BF16_WGMMA_CFG_128;
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_wgmma_ws_split(&a, cfg, (k - 200) / 10, g_s, &err);
             }
@@ -842,6 +849,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                     for (int f : {1, 2, 3, 4, 6, 8})
                         if (f == 1 || (bn != 72 && tiles * f <= prop.multiProcessorCount)) /* 72: no split */
                             ks.push_back(200 + 10 * f + (bn == 256 ? 1 : bn == 144 ? 2 : bn == 72 ? 3 : 0));
+                    if (bn == 72) ks.push_back(214); /* and with X multicast */
                 }
                 bench_shape(rs, "wsplit", s.n, M, s.N, s.K, ks);
             }

@@ -84,6 +84,15 @@
  * -> on, graph / stream timing, us: QKV M = 64 4.40 -> 4.05 / 5.89 -> 4.69, M = 128 5.36 -> 5.02 /
  * 6.89 -> 5.62; O M = 64 4.18 -> 3.83 / 5.43 -> 4.48; gate/up M = 64 6.03 -> 5.58 / 7.34 -> 5.83;
  * down M = 64 5.25 -> 4.92 / 6.76 -> 5.47, M = 128 6.28 -> 5.84 / 7.85 -> 6.49.
+ * Early weight loads (args.w_static, PDL on; TINFER_GEMM_EARLY_W=0 turns them off): the W part of
+ * the first MS_STAGES - 1 stages is issued before griddepcontrol.wait and joins the first
+ * cp.async group; X and everything else wait. These blocks are small enough to sit on an SM next
+ * to the previous kernel's, so the weight stream really starts early. H200 session 8 runs 1-2,
+ * off -> on, stream / graph us: SmolLM2 QKV M = 64 5.63 -> 5.13 / 4.46 -> 4.37, O M = 128 5.68 ->
+ * 5.33 / 4.96 -> 4.56, down M = 128 7.29 -> 6.80 / 6.09 -> 5.97, O M = 64 4.77 -> 4.83 / 4.21 ->
+ * 4.06; down M = 64 5.85 -> 6.02 / 5.28 -> 5.31 the one loss. The same in the TMA rungs 03 / 05
+ * (one CTA of ~200 KB per SM, which no CTA of the next kernel can share) was slower (gemm/NOTES.md,
+ * session 8) and is not built.
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"

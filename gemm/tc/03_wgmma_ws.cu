@@ -40,6 +40,24 @@
  *    10.55 -> 9.80 us graph, 10.94 -> 10.38 stream; cuBLAS 7.48 / 11.46). Elsewhere 144 measured
  *    slower than 128 at equal split (down M = 128 / 512, O M = 512 / 2048), so it is not the
  *    unsplit pick. The epilogue's last 64-column piece then holds 16 columns (SwiGLU: 8).
+ *  - 128 x 72 tiles (m64n72k16, 7 stages of 25 KB, one 72-row W box: 36-row halves would not
+ *    start 1024-byte aligned; plain outputs only, no split): twice the CTAs of the 144-wide tile
+ *    for SmolLM2's 576 outputs, so small problems spread over more SMs without a split-K
+ *    reduction. Picked by the width cost rule for K <= 2048 (bf16.h, TINFER_GEMM_BF16_WGMMA_72_MAX_K).
+ *    H200, session 8 (stream / graph us, against the previous pick): O M = 512 5.29 / 4.76 vs
+ *    6.33 / 5.77, O M = 2048 5.89 / 5.16 vs 6.91 / 6.42, down M = 2048 9.69 / 8.92 vs 10.91 /
+ *    10.03, QKV M = 512 4.85 / 4.45 vs 5.67 / 5.37.
+ *  - X multicast (MC instantiation, cfg TINFER_GEMM_BF16_WGMMA_CFG_72MC or TINFER_GEMM_WGMMA_MC=1
+ *    for the picked 72-wide tiles): clusters of 2 CTAs walk pairs of tiles (tm, 2p) and (tm, 2p + 1)
+ *    that need the same X tile; each loads its 64-row half once with a multicast TMA into both
+ *    CTAs' stages, each consumer releases a stage on its own and on the peer's empty barrier
+ *    (4 arrivals per phase), and a cluster barrier brackets the kernel. Halves the X traffic from
+ *    L2 and measured slower everywhere (session 8 run 4, stream / graph us, 72 vs 72 + multicast):
+ *    QKV M = 512 4.89 / 4.50 vs 5.64 / 4.86, O M = 128 4.69 / 4.31 vs 5.49 / 4.78, O M = 2048
+ *    5.55 / 5.00 vs 5.99 / 5.38, down M = 2048 9.30 / 8.62 vs 9.97 / 9.32; with release.cluster
+ *    remote arrives (run 3) 7.7-8.3 us on every shape and 19.2 on down M = 2048. The pair runs in
+ *    lock-step (a stage frees only when both CTAs' consumers are done with it), which costs more
+ *    than the L2 bandwidth it saves at these sizes. Kept as a tested configuration, off.
  *  - Programmatic dependent launch: every CTA waits (griddepcontrol.wait) before touching global
  *    memory, so its launch and barrier setup overlap the previous kernel on the stream.
  * Ragged M / N / K: TMA zero-fills out-of-range rows and K columns (the full box still counts
@@ -453,9 +471,9 @@ static __device__ __forceinline__ void ws_store_tma(const float (&d)[BN / 2], co
  * wait for the stage, issue its 4 wgmmas (the first zeroes the accumulators), keep one k-block
  * in flight (wait_group 1) and release the stage before it; at the end wait for all and release
  * the last stage. Returns the next ring iteration. */
-template <int BN, int STAGES>
+template <int BN, int STAGES, bool MC = false>
 static __device__ __forceinline__ uint32_t ws_mainloop(float (&d)[BN / 2], uint64_t *full, uint64_t *empty, const uint8_t *smem,
-                                                       int c, int tid, uint32_t it, int32_t nkb) {
+                                                       int c, int tid, uint32_t it, int32_t nkb, uint32_t peer_empty = 0) {
     using G = WsGeo<BN>; /* STAGE_BYTES; the ring depth is STAGES (the TS geometry has fewer) */
     uint32_t prev = 0;
     fence_acc(d);
@@ -469,12 +487,18 @@ static __device__ __forceinline__ uint32_t ws_mainloop(float (&d)[BN / 2], uint6
             wgmma_step<BN>(d, wgmma_desc(sa + kk * 32), wgmma_desc(sb + kk * 32), (kb | kk) != 0);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        if (kb > 0 && tid == 0) mbar_arrive(&empty[prev]);
+        if (kb > 0 && tid == 0) {
+            mbar_arrive(&empty[prev]);
+            if (MC) mbar_arrive_remote(peer_empty + 8 * prev); /* the peer multicasts into this stage too */
+        }
         prev = s;
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     fence_acc(d);
-    if (tid == 0) mbar_arrive(&empty[prev]);
+    if (tid == 0) {
+        mbar_arrive(&empty[prev]);
+        if (MC) mbar_arrive_remote(peer_empty + 8 * prev);
+    }
     return it;
 }
 
@@ -497,7 +521,7 @@ static __device__ __forceinline__ void ws_tile_coords(int32_t tile, int32_t tile
  * CTA, a cluster of ksplit CTAs per tile (the persistent kernel is the !SPLIT instantiation,
  * untouched by the split code). TS (persistent, BN 128 / 256, no residual): the TMA-store epilogue
  * (ws_store_tma) through map_y, the BF16 output's tensor map; other instantiations ignore map_y. */
-template <int BN, int EPI, bool PP, bool SPLIT, bool TS = false>
+template <int BN, int EPI, bool PP, bool SPLIT, bool TS = false, bool MC = false>
 static __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
                     const __grid_constant__ CUtensorMap map_y, tinfer_gemm_bf16_args a, int32_t tiles_m,
@@ -506,6 +530,7 @@ static __global__ void __launch_bounds__(384, 1)
     static_assert(!PP || BN == 128, "ping-pong tiles are 128 x 128 (128 accumulators per thread)");
     static_assert(!(PP && SPLIT), "no split-K with ping-pong consumers");
     static_assert(!TS || (!PP && !SPLIT), "the TMA-store epilogue is the persistent kernel's");
+    static_assert(!MC || (!PP && !SPLIT && !TS), "X multicast: the persistent kernel with the scratch epilogue");
     using G = WsGeo<BN, TS>;
     constexpr int WS_STAGES = G::STAGES, WS_STAGE_BYTES = G::STAGE_BYTES, WS_B_BYTES = G::B_BYTES;
     constexpr int WS_BN = BN;
@@ -524,6 +549,23 @@ static __global__ void __launch_bounds__(384, 1)
     const int32_t tile0 = SPLIT ? (int32_t)(blockIdx.x / ksplit) : (int32_t)blockIdx.x;
     const int32_t kper = SPLIT ? (kblocks + ksplit - 1) / ksplit : kblocks;
     const int32_t kb0 = rank * kper, kb1 = kb0 + kper < kblocks ? kb0 + kper : kblocks;
+    /* MC: a cluster of 2 CTAs (rank mc_rank) walks pairs of tiles (tm, 2 p) and (tm, 2 p + 1):
+     * both need the same X tile, so each loads its 64-row half and multicasts it to both. A
+     * pair's second tile past N' (odd tiles_n) is computed from zero-filled W and not stored.
+     * Otherwise the walk is over tiles: CTA b takes b, b + grid, ... (split: its one tile). */
+    const int32_t mc_rank = MC ? (int32_t)(blockIdx.x % 2) : 0;
+    const int32_t walk0 = MC ? (int32_t)(blockIdx.x / 2) : tile0;
+    const int32_t wstep = MC ? (int32_t)(gridDim.x / 2) : SPLIT ? tiles : (int32_t)gridDim.x;
+    const int32_t wcount = MC ? tiles_m * ((tiles_n + 1) / 2) : tiles;
+    auto unit_coords = [&](int32_t u, int32_t &tm, int32_t &tn) {
+        if (MC) {
+            int32_t tn2;
+            ws_tile_coords(u, tiles_m, (tiles_n + 1) / 2, tm, tn2);
+            tn = 2 * tn2 + mc_rank;
+        } else {
+            ws_tile_coords(u, tiles_m, tiles_n, tm, tn);
+        }
+    };
 
     WS_TRACE(threadIdx.x == 0, 0);
     if (threadIdx.x == 0) {
@@ -534,7 +576,7 @@ static __global__ void __launch_bounds__(384, 1)
         if (TS) asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&map_y) : "memory");
         for (int s = 0; s < WS_STAGES; s++) {
             mbar_init(&full[s], 1);           /* the producer's arrive.expect_tx */
-            mbar_init(&empty[s], PP ? 1 : 2); /* one arrive per consumer warpgroup reading the stage */
+            mbar_init(&empty[s], PP ? 1 : MC ? 4 : 2); /* one arrive per consumer warpgroup reading the stage (MC: of both CTAs) */
         }
         if (PP) {
             mbar_init(&turn[0], 1);
@@ -545,6 +587,7 @@ static __global__ void __launch_bounds__(384, 1)
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    if (MC) cluster_sync_all(); /* the peer's barriers exist before anything multicasts or arrives on them */
     /* Programmatic dependent launch (the launcher sets it for short K, ws_pdl; without it both
      * are no-ops): the CTA may have started while the previous kernel on the stream still
      * runs, so nothing global (X, W, bias, R, Y) is touched before the wait; only the barrier
@@ -562,14 +605,15 @@ static __global__ void __launch_bounds__(384, 1)
                 cluster_sync_all();
                 if (!(flags & WS_F_ASYNCRED)) cluster_sync_all();
             }
+            if (MC) cluster_sync_all();
             return;
         }
         /* Stages are filled in the order the CTA's tiles are numbered; with PP consecutive tiles
          * belong to alternate consumers, which therefore find their stages in the same order. */
         uint32_t it = 0;
-        for (int32_t tile = tile0; tile < tiles; tile += SPLIT ? tiles : (int32_t)gridDim.x) {
+        for (int32_t u = walk0; u < wcount; u += wstep) {
             int32_t tm, tn;
-            ws_tile_coords(tile, tiles_m, tiles_n, tm, tn);
+            unit_coords(u, tm, tn);
             const int32_t row_a = tm * WS_BM;
             const int32_t row_b0 = a.swiglu ? tn * (WS_BN / 2) : tn * WS_BN;
             const int32_t row_b1 = a.swiglu ? (int32_t)F + tn * (WS_BN / 2) : tn * WS_BN + WS_BN / 2;
@@ -577,8 +621,11 @@ static __global__ void __launch_bounds__(384, 1)
                 const uint32_t s = it % WS_STAGES, ph = (it / WS_STAGES) & 1;
                 mbar_wait(&empty[s], ph ^ 1);
                 uint8_t *sa = smem + s * WS_STAGE_BYTES, *sb = sa + WS_A_BYTES;
-                mbar_expect_tx(&full[s], WS_STAGE_BYTES);
-                tma_load_2d(sa, &map_x, kb * WS_BK, row_a, &full[s]);
+                mbar_expect_tx(&full[s], WS_STAGE_BYTES); /* MC: the peer's X half counts here too */
+                if (MC) /* this CTA's 64-row half of the X box (map_x has 64-row boxes), to both CTAs */
+                    tma_load_2d_mc(sa + mc_rank * (64 * 128), &map_x, kb * WS_BK, row_a + 64 * mc_rank, &full[s], 0x3);
+                else
+                    tma_load_2d(sa, &map_x, kb * WS_BK, row_a, &full[s]);
                 tma_load_2d(sb, &map_w, kb * WS_BK, row_b0, &full[s]);
                 if (G::W_BOXES == 2) tma_load_2d(sb + WS_B_BYTES / 2, &map_w, kb * WS_BK, row_b1, &full[s]);
             }
@@ -588,6 +635,8 @@ static __global__ void __launch_bounds__(384, 1)
             cluster_sync_all();
             if (!(flags & WS_F_ASYNCRED)) cluster_sync_all();
         }
+        /* MC: no CTA leaves while its peer may still multicast into it or arrive on its barriers */
+        if (MC) cluster_sync_all();
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         WS_TRACE(threadIdx.x == 128, 3);
@@ -622,16 +671,18 @@ static __global__ void __launch_bounds__(384, 1)
         } else if constexpr (!PP && !SPLIT) {
             float d[G::NACC];
             uint32_t it = 0;
-            for (int32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            const uint32_t peer_empty = MC ? cluster_map(empty, (uint32_t)(mc_rank ^ 1)) : 0;
+            for (int32_t u = walk0; u < wcount; u += wstep) {
                 int32_t tm, tn;
-                ws_tile_coords(tile, tiles_m, tiles_n, tm, tn);
-                it = ws_mainloop<BN, WS_STAGES>(d, full, empty, smem, c, tid, it, kblocks);
+                unit_coords(u, tm, tn);
+                it = ws_mainloop<BN, WS_STAGES, MC>(d, full, empty, smem, c, tid, it, kblocks, peer_empty);
                 WS_TRACE(threadIdx.x == 128, 4);
                 const bool inside = (int64_t)(tm + 1) * WS_BM <= a.M && (int64_t)(tn + 1) * (e.sw ? WS_BN / 2 : WS_BN) <= e.nout;
                 const bool whole = (flags & WS_F_VEC) && inside;
                 ws_store_slab<BN, EPI>(d, e, (int64_t)tm * WS_BM + 64 * c, tn, whole, lines_mode(inside), scr, warp, lane);
             }
             WS_TRACE(threadIdx.x == 128, 7);
+            if (MC) cluster_sync_all(); /* the peer's last arrivals on this CTA's barriers are in */
         } else if constexpr (SPLIT) {
             /* Split-K: this CTA's one tile, k-blocks [kb0, kb1). A slab wholly below row M
              * (M <= 64, or a ragged last row of tiles) computes nothing: its warpgroup only hands
@@ -814,14 +865,15 @@ static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64
  * applies (see ws_store_tma: measured no better overall, so not the default); WS_SW_MAPCACHE (on
  * unless TINFER_GEMM_WGMMA_MAPCACHE=0): cached tensor maps, else every map encoded on every call;
  * WS_SW_ASYNCRED (on unless TINFER_GEMM_WGMMA_SPLITRED=barrier): split-K partial sums by st.async
- * onto the owner's mbarrier, else DSMEM stores and a second cluster barrier. */
-enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_TMA, WS_SW_ASYNCRED, WS_SW_COUNT };
+ * onto the owner's mbarrier, else DSMEM stores and a second cluster barrier; WS_SW_MC (off unless
+ * TINFER_GEMM_WGMMA_MC=1): the picked 128 x 72 tiles multicast X over clusters of 2. */
+enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_TMA, WS_SW_ASYNCRED, WS_SW_MC, WS_SW_COUNT };
 static bool ws_switch_on(int which) {
-    static int on[WS_SW_COUNT] = {-1, -1, -1, -1};
+    static int on[WS_SW_COUNT] = {-1, -1, -1, -1, -1};
     static const char *const name[WS_SW_COUNT] = {"TINFER_GEMM_WGMMA_EPI", "TINFER_GEMM_WGMMA_MAPCACHE", "TINFER_GEMM_WGMMA_EPI",
-                                                  "TINFER_GEMM_WGMMA_SPLITRED"};
-    static const char *const val[WS_SW_COUNT] = {"regs", "0", "tma", "barrier"};
-    static const bool val_means_on[WS_SW_COUNT] = {false, false, true, false};
+                                                  "TINFER_GEMM_WGMMA_SPLITRED", "TINFER_GEMM_WGMMA_MC"};
+    static const char *const val[WS_SW_COUNT] = {"regs", "0", "tma", "barrier", "1"};
+    static const bool val_means_on[WS_SW_COUNT] = {false, false, true, false, true};
     if (on[which] < 0) {
         const char *v = getenv(name[which]);
         const bool hit = v && !strcmp(v, val[which]);
@@ -1041,9 +1093,13 @@ int tinfer_gemm_bf16_wgmma_pdl_mode(void) {
 }
 
 template <int BN, bool PP>
-static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm, int32_t ksplit, cudaStream_t s,
+static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm, int32_t ksplit, bool mc, cudaStream_t s,
                                tinfer_err *err) {
     using G = WsGeo<BN>;
+    /* the X-multicast instantiations (clusters of 2 along N): the 72-wide tile only */
+    constexpr bool WS_HAS_MC = !PP && BN == 72;
+    /* co-resident clusters of 2 of the multicast kernel, per device (queried once) */
+    static int mc_clusters[16];
     /* the TMA-store instantiations: persistent, whole 64-column boxes */
     constexpr bool WS_HAS_TS = !PP && BN % 64 == 0;
     /* the split-K instantiations (not for the 72-wide tile, which exists to avoid a split) */
@@ -1053,7 +1109,9 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
     CUtensorMap mx, mw;
     static int smem_set_for = -1;
     const bool plain = !a->bias && !a->R && !a->swiglu;
-    if ((status = ws_make_map(&mx, a->X, a->M, a->K, a->ldx, WS_BM, "X", err)) != TINFER_OK) return status;
+    if (mc && (!WS_HAS_MC || ksplit > 1 || dev < 0 || dev >= 16))
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: X multicast only with unsplit 72-wide tiles");
+    if ((status = ws_make_map(&mx, a->X, a->M, a->K, a->ldx, mc ? WS_BM / 2 : WS_BM, "X", err)) != TINFER_OK) return status;
     if ((status = ws_make_map(&mw, a->W, a->N, a->K, a->ldw, BN / G::W_BOXES, "W", err)) != TINFER_OK) return status;
     if (smem_set_for != dev) {
         if constexpr (WS_HAS_TS) {
@@ -1065,6 +1123,14 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
         if constexpr (WS_HAS_SPLIT) {
             TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
             TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+        }
+        if constexpr (WS_HAS_MC) {
+            TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 0, false, false, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+            TINFER_CUDA_TRY(err, cudaFuncSetAttribute(wgmma_ws_kernel<BN, 1, false, false, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::SMEM));
+            int n = 0;
+            TINFER_CUDA_TRY(err, tinfer_tc_max_clusters((const void *)wgmma_ws_kernel<BN, 0, false, false, false, true>, 384, (size_t)G::SMEM,
+                                                        2, n_sm, &n));
+            if (dev >= 0 && dev < 16) mc_clusters[dev] = n;
         }
         smem_set_for = dev;
     }
@@ -1082,7 +1148,12 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
             ksplit = (kblocks + kper - 1) / kper;
         }
         if (ksplit > 1 && tiles * ksplit > INT32_MAX / 2) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: too many tiles");
-        const int grid = ksplit > 1 ? (int)(tiles * ksplit) : (int)(tiles < n_sm ? tiles : n_sm);
+        /* MC: clusters of 2 walk pairs of tiles, as many clusters as are co-resident */
+        const int64_t pairs = (int64_t)tiles_m * ((tiles_n + 1) / 2);
+        if (mc && mc_clusters[dev] < 1)
+            return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: no cluster of 2 CTAs fits the device");
+        const int grid = mc ? 2 * (int)(pairs < mc_clusters[dev] ? pairs : mc_clusters[dev])
+                         : ksplit > 1 ? (int)(tiles * ksplit) : (int)(tiles < n_sm ? tiles : n_sm);
         int32_t flags = tinfer_bf16_epi_vec_ok(*a) ? WS_F_VEC : 0;
         if (a->y_dtype == TINFER_DTYPE_BF16 && (uintptr_t)a->Y % 16 == 0 && a->ldy % 8 == 0 &&
             (!a->R || ((uintptr_t)a->R % 16 == 0 && a->ldr % 8 == 0)) && ws_switch_on(WS_SW_LINES))
@@ -1091,14 +1162,19 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
         /* TMA-store epilogue (TINFER_GEMM_WGMMA_EPI=tma only): the persistent kernel with BF16
          * output in 16-byte rows, N' % 8 == 0 (a TMA store clipped at a row end that is not a
          * 16-byte multiple wrote zeros past it, into Y's padding: H200, session 6 run 2), no residual */
-        const bool ts = WS_HAS_TS && ksplit == 1 && (flags & WS_F_LINES) && (flags & WS_F_N8) && !a->R &&
+        const bool ts = WS_HAS_TS && !mc && ksplit == 1 && (flags & WS_F_LINES) && (flags & WS_F_N8) && !a->R &&
                         ws_switch_on(WS_SW_TMA);
         CUtensorMap my = mw; /* unread unless ts */
         if (ts && (status = ws_make_map(&my, (const uint16_t *)a->Y, a->M, nout, a->ldy, 64, "Y", err)) != TINFER_OK) return status;
         cudaLaunchConfig_t lc;
         cudaLaunchAttribute attr[2];
-        tinfer_tc_launch_cfg(&lc, attr, (unsigned)grid, 384, (size_t)(ts ? GT::SMEM : G::SMEM), s, ksplit, ws_pdl(a->K));
-        if (ksplit > 1) {
+        tinfer_tc_launch_cfg(&lc, attr, (unsigned)grid, 384, (size_t)(ts ? GT::SMEM : G::SMEM), s, mc ? 2 : ksplit, ws_pdl(a->K));
+        if (mc) {
+            if constexpr (WS_HAS_MC) {
+                if (plain) TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, false, false, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, 1));
+                else TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, false, false, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, 1));
+            }
+        } else if (ksplit > 1) {
             if constexpr (WS_HAS_SPLIT) {
                 if (plain) TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 0, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
                 else TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, wgmma_ws_kernel<BN, 1, false, true>, mx, mw, my, *a, tiles_m, tiles_n, kblocks, flags, ksplit));
@@ -1129,11 +1205,13 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90 (device %d is sm_%d*)", dev, major);
     if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: dimension over 2^31");
-    if (ksplit < 0 || ksplit > 8 || (ksplit > 1 && (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128 || cfg == TINFER_GEMM_BF16_WGMMA_CFG_72)))
+    if (ksplit < 0 || ksplit > 8 ||
+        (ksplit > 1 && (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128 || cfg == TINFER_GEMM_BF16_WGMMA_CFG_72 || cfg == TINFER_GEMM_BF16_WGMMA_CFG_72MC)))
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: split-K factor %d (0 = auto, 1..8; none with ping-pong or 72-wide tiles)",
                               (int)ksplit);
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_72 && a->swiglu)
+    if ((cfg == TINFER_GEMM_BF16_WGMMA_CFG_72 || cfg == TINFER_GEMM_BF16_WGMMA_CFG_72MC) && a->swiglu)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: 72-wide tiles have no SwiGLU epilogue");
+    const bool picked = cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO;
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO && ksplit == 0) {
         const int32_t(*cl)[9] = NULL;
         const tinfer_status st = ws_clusters(dev, n_sm, &cl, err);
@@ -1142,13 +1220,16 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
     }
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO) cfg = tinfer_gemm_bf16_wgmma_pick_cfg(a->M, tinfer_gemm_bf16_nout(*a), a->swiglu, n_sm);
     if (ksplit == 0) ksplit = 1;
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_256) return ws_launch<256, false>(a, dev, n_sm, ksplit, s, err);
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_128) return ws_launch<128, false>(a, dev, n_sm, ksplit, s, err);
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_144) return ws_launch<144, false>(a, dev, n_sm, ksplit, s, err);
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_72) return ws_launch<72, false>(a, dev, n_sm, 1, s, err);
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128) return ws_launch<128, true>(a, dev, n_sm, 1, s, err);
-    return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tile config %d (256, 144, 128, 72 or %d for ping-pong 128)",
-                          (int)cfg, TINFER_GEMM_BF16_WGMMA_CFG_PP128);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_256) return ws_launch<256, false>(a, dev, n_sm, ksplit, false, s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_128) return ws_launch<128, false>(a, dev, n_sm, ksplit, false, s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_144) return ws_launch<144, false>(a, dev, n_sm, ksplit, false, s, err);
+    /* the picked 72-wide tiles multicast X over clusters of 2 with TINFER_GEMM_WGMMA_MC=1 */
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_72) return ws_launch<72, false>(a, dev, n_sm, 1, picked && ws_switch_on(WS_SW_MC), s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_72MC) return ws_launch<72, false>(a, dev, n_sm, 1, true, s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128) return ws_launch<128, true>(a, dev, n_sm, 1, false, s, err);
+    return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
+                          "gemm_bf16 wgmma: tile config %d (256, 144, 128, 72, %d for ping-pong 128, %d for 72 with X multicast)", (int)cfg,
+                          TINFER_GEMM_BF16_WGMMA_CFG_PP128, TINFER_GEMM_BF16_WGMMA_CFG_72MC);
 }
 
 tinfer_status tinfer_gemm_bf16_wgmma_ws_cfg(const tinfer_gemm_bf16_args *a, int32_t cfg, cudaStream_t s, tinfer_err *err) {

@@ -39,6 +39,8 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStre
 #define TINFER_GEMM_BF16_WGMMA_CFG_128 128
 #define TINFER_GEMM_BF16_WGMMA_CFG_144 144
 #define TINFER_GEMM_BF16_WGMMA_CFG_72 72
+/* 128 x 72 tiles walked in pairs by clusters of 2 CTAs that multicast their X tile halves */
+#define TINFER_GEMM_BF16_WGMMA_CFG_72MC 2
 #define TINFER_GEMM_BF16_WGMMA_CFG_256 256
 /* The split kernel's tile widths, and each one's row in the co-resident cluster tables. */
 #define TINFER_GEMM_BF16_WGMMA_WIDTHS 3

@@ -43,6 +43,20 @@ static __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap 
                  "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
                  : "memory");
 }
+/* tma_load_2d multicast to the cluster CTAs in mask (bit r: rank r): the box lands at dst's
+ * offset in each of them and signals each one's barrier at bar's offset with its bytes. */
+static __device__ __forceinline__ void tma_load_2d_mc(void *dst, const CUtensorMap *map, int32_t c0, int32_t c1,
+                                                      uint64_t *bar, uint16_t mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_u32(dst)),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"(mask)
+                 : "memory");
+}
+/* Arrive on the mbarrier at a peer CTA's address (from cluster_map), default semantics (release,
+ * CTA scope): the stage it frees was read by this thread's wgmmas, complete before it. */
+static __device__ __forceinline__ void mbar_arrive_remote(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+}
 /* Remote store of 16 B into a peer CTA's shared memory (addr from cluster_map) that signals the
  * peer's mbarrier (mbar from cluster_map) with complete_tx of its 16 bytes: the peer waits on
  * that barrier instead of a cluster barrier, and no release fence sits behind the stores. */

@@ -71,7 +71,7 @@ typedef struct test_case {
 } test_case;
 
 /* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
- * tile configuration id (128, 256 or TINFER_GEMM_BF16_WGMMA_CFG_PP128) + 1000 x split-K factor, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
+ * tile configuration id (72, 128, 144, 256, TINFER_GEMM_BF16_WGMMA_CFG_PP128 or _72MC) + 1000 x split-K factor, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
  * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id], 'k' = rung 05 with token tile id % 100 and
  * split factor id / 100, 'W' = GEMV rung id with args.w_static = 1 */
 typedef struct runner {
@@ -553,7 +553,7 @@ int main(int argc, char **argv) {
                                {'m', 1, "mma128x64"},     {'m', 2, "mma128x128"},    {'t', 3, "wgmma"},
                                /* rung 03 with each tile configuration forced (its entry picks one per shape) */
                                {'w', 128, "wgmma128"},    {'w', 256, "wgmma256"},    {'w', 144, "wgmma144"},
-                               {'w', 72, "wgmma72"},
+                               {'w', 72, "wgmma72"},      {'w', TINFER_GEMM_BF16_WGMMA_CFG_72MC, "wgmma72mc"},
                                {'w', TINFER_GEMM_BF16_WGMMA_CFG_PP128, "wgmma_pp128"},
                                /* rung 03 split-K over a cluster (id = tile width + 1000 x factor) */
                                {'w', 2000 + 128, "wgmma128/k2"}, {'w', 3000 + 256, "wgmma256/k3"},

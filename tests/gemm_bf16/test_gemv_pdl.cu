@@ -23,7 +23,8 @@
  * (TINFER_GEMM_WGMMA_PDL=1, set below): its own pick at this shape (split-K over a cluster: 4 tiles, K = 4096)
  * and the persistent kernel with 128 x 256 tiles forced; and on rung 05 (skinny, ids 32 / 33): its own
  * pick (split 8 over a cluster: 8 tiles) and unsplit; and on rungs 04 / 02 (mma.sync, ids 34 / 35): rung
- * 04's own pick (split-K over a cluster) and rung 02 (no split). Every rung but 04 (GEMV) also
+ * 04's own pick (split-K over a cluster) and rung 02 (no split); and on rung 03 in 128 x 72 tiles
+ * whose clusters of 2 multicast X (id 36). Every rung but 04 (GEMV) also
  * runs with args.w_static and a new X: the TMA rungs then issue their first ring of W loads, the
  * cp.async rungs their first stages' W, before the wait, and must still see the new X.
  * Also printed: rungs 05/06's launch choice per M (stages, X rows staged, shared memory, blocks
@@ -206,9 +207,9 @@ int main(void) {
 
     /* 4, 5, 6: decode rungs; 30: rung 03 with its own pick (split-K here), 31: rung 03 persistent
      * 128 x 256 (no split); 32 / 33: prefill rung 05 with its own pick (split) / unsplit; 34 / 35:
-     * prefill rung 04 with its own pick (split) / rung 02 (runs without PDL off sm_90). The
-     * result lines say "rung 30..35" for these. */
-    for (int kernel : {4, 5, 6, 30, 31, 32, 33, 34, 35}) {
+     * prefill rung 04 with its own pick (split) / rung 02 (runs without PDL off sm_90); 36: rung 03
+     * in 72-wide tiles with X multicast over clusters of 2. The result lines say "rung 30..36". */
+    for (int kernel : {4, 5, 6, 30, 31, 32, 33, 34, 35, 36}) {
         if (kernel != 5 && kernel != 4 && kernel != 35 && !sm90) {
             printf("skip kernel %d: needs sm_90\n", kernel);
             continue;
@@ -257,6 +258,7 @@ int main(void) {
                             : kernel == 33 ? tinfer_gemm_bf16_skinny(&a, 0, 1, s, &err)
                             : kernel == 34 ? tinfer_gemm_bf16_mma_split(&a, TINFER_GEMM_BF16_MMA_CFG_AUTO, TINFER_GEMM_BF16_MMA_SPLIT_AUTO, s, &err)
                             : kernel == 35 ? tinfer_gemm_bf16_mma(&a, TINFER_GEMM_BF16_MMA_CFG_AUTO, s, &err)
+                            : kernel == 36 ? tinfer_gemm_bf16_wgmma_ws_split(&a, TINFER_GEMM_BF16_WGMMA_CFG_72MC, 1, s, &err)
                                            : tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)kernel, &a, s, &err);
                         if (rs != TINFER_OK) {
                             printf("FAIL rung %02d: %s\n", kernel, err.msg);
