@@ -149,11 +149,12 @@ typedef enum tinfer_gemm_bf16_path {
  * 6.10) and down M = 512 keeps its 128 x 4 split (8.65 vs 8.92 for 72). */
 #define TINFER_GEMM_BF16_WGMMA_72_MAX_K 2048
 /* The dispatcher sends a few-tile shape that rung 04 would take to rung 03 instead when rung 03
- * takes it unsplit in 128 x 72 tiles (K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K) and M >= this (both
- * consumer warpgroups hold rows). H200 session 8 run 2 (stream / graph us, rung 03 in 72-wide
- * tiles vs rung 04): SmolLM2 QKV M = 128 4.75 / 4.36 vs 6.02 / 5.41, O M = 128 4.60 / 4.27 vs
- * 5.28 / 4.52. */
-#define TINFER_GEMM_BF16_WGMMA_72_MIN_M 128
+ * takes it unsplit in 128 x 72 tiles (K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K) and M >= this. H200
+ * session 8 (stream / graph us, rung 03 in 72-wide tiles vs rung 04): run 2, SmolLM2 QKV M = 128
+ * 4.75 / 4.36 vs 6.02 / 5.41, O M = 128 4.60 / 4.27 vs 5.28 / 4.52; run 7, QKV M = 64 4.54 / 4.22
+ * vs 5.09 / 4.34, O M = 64 4.42 / 4.04 vs 4.90 / 4.04. At M = 32 the GEMV path is faster (QKV
+ * 4.00 / 3.45 vs 4.53 / 4.21). */
+#define TINFER_GEMM_BF16_WGMMA_72_MIN_M 64
 #define TINFER_GEMM_BF16_WGMMA_SPLIT_WIDE_MAX_M 64
 #define TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB 2
 /* Short rows are not split: at K = 576 (9 k-blocks) no factor beat the unsplit 128 x 128 tile on
