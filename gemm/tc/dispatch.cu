@@ -143,9 +143,10 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
     const bool split_pays = a->K <= TINFER_GEMM_BF16_SPLIT_MAX_K &&
                             tiles <= TINFER_GEMM_BF16_SPLIT_MAX_TILES;
     /* rung 03's 128 x 72 tiles, unsplit (short K), beat rung 04 from M = 64 (bf16.h) */
+    if (!few_tiles || !split_pays) return TINFER_GEMM_BF16_WGMMA_WS;
     const bool tiles72 = a->M >= TINFER_GEMM_BF16_WGMMA_72_MIN_M && a->K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K &&
                          tinfer_gemm_bf16_wgmma_uses72(a->M, nout, a->K, a->swiglu, n_sm);
-    return few_tiles && split_pays && !tiles72 ? TINFER_GEMM_BF16_MMA_SPLITK : TINFER_GEMM_BF16_WGMMA_WS;
+    return tiles72 ? TINFER_GEMM_BF16_WGMMA_WS : TINFER_GEMM_BF16_MMA_SPLITK;
 }
 
 extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K) {

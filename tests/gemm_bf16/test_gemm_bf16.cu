@@ -73,12 +73,13 @@ typedef struct test_case {
 /* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
  * tile configuration id (72, 128, 144, 256, TINFER_GEMM_BF16_WGMMA_CFG_PP128 or _72MC) + 1000 x split-K factor, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
  * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id], 'k' = rung 05 with token tile id % 100 and
- * split factor id / 100, 'W' = GEMV rung id with args.w_static = 1 */
+ * split factor id / 100; any kind with w_static = 1 runs with args.w_static = 1 */
 typedef struct runner {
     char kind;
     int id;
     const char *name;
-    int w_static; /* 1: the call sets args.w_static (rungs 02-05 then load W before the PDL wait) */
+    int w_static; /* 1: the call sets args.w_static (GEMV rungs 05 / 06 and prefill rungs 02 / 04
+                   * then load W before the PDL wait; the others must simply ignore it) */
 } runner;
 
 /* Rung 07 configurations: each changes one launch choice of the default (see gemv_bf16_internal.h). */
@@ -100,12 +101,6 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a0, c
         return st != TINFER_OK ? st : tinfer_gemv_bf16_persistent_cfg(a, &g07_cfgs[r->id], s, err);
     }
     if (r->kind == 'v') return tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)r->id, a, s, err);
-    if (r->kind == 'W') { /* rungs 05 / 06 with args.w_static: W loads before the PDL wait where the
-                           * grid fills the SM slots, at 3 blocks per SM where 4 would not (05_cp_async.cu) */
-        tinfer_gemm_bf16_args b = *a;
-        b.w_static = 1;
-        return tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)r->id, &b, s, err);
-    }
     if (r->kind == 't') return tinfer_gemm_bf16_tc((tinfer_gemm_bf16_kernel)r->id, a, s, err);
     if (r->kind == 's') { /* rung 04: tile config id / 10, split factor id % 10 */
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
@@ -541,7 +536,9 @@ int main(int argc, char **argv) {
 
     const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"},
                                {'v', 5, "gemv05"}, {'v', 6, "gemv06"}, {'v', 7, "gemv07"},
-                               {'W', 5, "gemv05/wstatic"}, {'W', 6, "gemv06/wstatic"}};
+                               /* args.w_static: W loads before the PDL wait where the grid fills the SM
+                                * slots, at 3 blocks per SM where 4 would not (05_cp_async.cu) */
+                               {'v', 5, "gemv05/wstatic", 1}, {'v', 6, "gemv06/wstatic", 1}};
     const int n_gemv = (int)(sizeof gemv_all / sizeof gemv_all[0]);
     /* rung 07 with its default and each launch configuration */
     const runner g07_all[] = {{'v', 7, "gemv07"},      {'p', 0, "gemv07/pdl"},    {'p', 1, "gemv07/evict"},
@@ -569,8 +566,8 @@ int main(int argc, char **argv) {
                                {'t', 5, "skinny"},        {'k', 8, "skinny8"},       {'k', 16, "skinny16"},
                                {'k', 32, "skinny32"},     {'k', 64, "skinny64"},     {'k', 300 + 16, "skinny16/k3"},
                                {'k', 200 + 64, "skinny64/k2"}, {'k', 800 + 8, "skinny8/k8"}, {'k', 500 + 32, "skinny32/k5"},
-                               /* args.w_static: rungs 02-05 issue their first stages' W loads before
-                                * the PDL wait (PDL is on at K <= 2048) */
+                               /* args.w_static: rungs 02 / 04 issue their first stages' W loads before
+                                * the PDL wait (PDL is on at K <= 2048); rungs 03 / 05 ignore it */
                                {'t', 3, "wgmma/wstatic", 1}, {'w', 144, "wgmma144/wstatic", 1},
                                {'w', 2000 + 128, "wgmma128/k2/wstatic", 1}, {'t', 5, "skinny/wstatic", 1},
                                {'k', 16, "skinny16/wstatic", 1}, {'k', 300 + 16, "skinny16/k3/wstatic", 1},

@@ -25,8 +25,9 @@
  * pick (split 8 over a cluster: 8 tiles) and unsplit; and on rungs 04 / 02 (mma.sync, ids 34 / 35): rung
  * 04's own pick (split-K over a cluster) and rung 02 (no split); and on rung 03 in 128 x 72 tiles
  * whose clusters of 2 multicast X (id 36). Every rung but 04 (GEMV) also
- * runs with args.w_static and a new X: the TMA rungs then issue their first ring of W loads, the
- * cp.async rungs their first stages' W, before the wait, and must still see the new X.
+ * runs with args.w_static and a new X: GEMV rungs 05 / 06 and prefill rungs 02 / 04 then issue
+ * their first stages' W loads before the wait and must still see the new X (the TMA rungs ignore
+ * the flag and must too).
  * Also printed: rungs 05/06's launch choice per M (stages, X rows staged, shared memory, blocks
  * per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor), which must be >= 1.
  * The launcher's PDL mode comes from TINFER_GEMV_PDL (unset: the default, which must be a PDL
