@@ -70,6 +70,7 @@ typedef enum tinfer_gemv_bf16_kernel {
     TINFER_GEMV_BF16_CP_ASYNC = 5,       /* 05: 04 fed by a cp.async shared-memory pipeline */
     TINFER_GEMV_BF16_CLUSTER = 6,        /* 06: 05 with K split over a 2-block cluster (sm_90) */
     TINFER_GEMV_BF16_PERSISTENT = 7,     /* 07: 05 persistent, X staged in smem, <= 64 tokens/pass */
+    TINFER_GEMV_BF16_STREAM = 8,         /* 08: 04 on a persistent grid, next tile's W in flight (K <= 1024) */
 } tinfer_gemv_bf16_kernel;
 
 /* Prefill tensor-core rungs (gemm/tc/). */
@@ -242,13 +243,15 @@ typedef enum tinfer_gemm_bf16_path {
  * split-K) for long rows, K >= TINFER_GEMV_BF16_CLUSTER_MIN_K (Llama-3-8B down, K = 14336:
  * 32.2 vs 35.0 us at M = 1, 36.3 vs 43.2 at M = 8; it lost at K = 4096; re-measured with PDL and
  * X staged at 4 blocks/SM, H200 2026-12-02 18:20 UTC: 31.2 vs 30.9 us at M = 1, 32.8 vs 33.5 at
- * M = 8, 43.1 vs 51.4 at M = 16, so the cut stays); rung 04 (register-fed)
- * for short, many rows, K <= TINFER_GEMV_BF16_SHORT_K and N >= TINFER_GEMV_BF16_WIDE_N
- * (SmolLM2 LM head 49152 x 576: 18.6 vs 26.1 us at M = 1: 05's 256-wide K tiles leave a 576
- * row only three, mostly empty pipeline stages); rung 05 everywhere else. */
+ * M = 8, 43.1 vs 51.4 at M = 16, so the cut stays); rung 08 (rung 04's register-fed mma on a
+ * persistent grid) for short, many rows, K <= TINFER_GEMV_BF16_SHORT_K and N >= TINFER_GEMV_BF16_WIDE_N
+ * (SmolLM2 LM head 49152 x 576; rung 04 there: 18.6 vs 26.1 us for rung 05 at M = 1: 05's 256-wide K
+ * tiles leave a 576 row only three, mostly empty pipeline stages), which the dispatcher sends to
+ * the GEMV path up to TINFER_GEMV_BF16_STREAM_MAX_M tokens; rung 05 everywhere else. */
 #define TINFER_GEMV_BF16_CLUSTER_MIN_K 8192
 #define TINFER_GEMV_BF16_SHORT_K 1024
 #define TINFER_GEMV_BF16_WIDE_N 16384
+#define TINFER_GEMV_BF16_STREAM_MAX_M 8
 /* Rung 07 (persistent, X in shared memory, up to 64 tokens per pass) is not dispatched: it lost
  * to 05/06/04 and to the GEMM path on every shape of its H200 sweep (07_persistent.cu header). */
 

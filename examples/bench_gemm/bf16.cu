@@ -263,7 +263,7 @@ static double measure_copy(void) {
     return 2.0 * bytes / (us * 1e-6) / 1e9;
 }
 
-/* kernel ids: 0 cuBLAS, 9 cublasLt, 1..7 decode rungs, 8 / 10 / 23 the read ceiling (PDL / plain / reads before the wait), 11 wmma, 12 mma.sync (own tile pick), 13 wgmma,
+/* kernel ids: 0 cuBLAS, 9 cublasLt, 1..7 decode rungs (24: rung 08), 8 / 10 / 23 the read ceiling (PDL / plain / reads before the wait), 11 wmma, 12 mma.sync (own tile pick), 13 wgmma,
  * 14..16 mma.sync tile config 0..2 forced, 20 auto (dispatcher), 21/22 auto + SwiGLU / residual */
 static const char *kname(int k) {
     switch (k) {
@@ -281,6 +281,7 @@ static const char *kname(int k) {
     case 5: return "gemv05_cpasync";
     case 6: return "gemv06_cluster";
     case 7: return "gemv07_persist";
+    case 24: return "gemv08_stream";
     case 30: return "g07_pdl";
     case 31: return "g07_evict";
     case 32: return "g07_pdl_evict";
@@ -405,6 +406,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             tinfer_err err;
             tinfer_status st;
             if (k >= 1 && k <= 7) st = tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)k, &a, g_s, &err);
+            else if (k == 24) st = tinfer_gemv_bf16(TINFER_GEMV_BF16_STREAM, &a, g_s, &err);
             else if (k >= 30 && k <= 36) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
                 if (st == TINFER_OK) st = tinfer_gemv_bf16_persistent_cfg(&a, &g07_bench_cfg[k - 30], g_s, &err);
@@ -705,7 +707,11 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         const struct { const char *n; int64_t N, K; } ls[] = {
             {"llama_qkv", 6144, 4096}, {"llama_down", 4096, 14336}, {"smol_lmhead", 49152, 576}, {"smol_o", 576, 576}};
         for (const auto &s : ls)
-            for (int64_t M : {1, 8}) bench_shape(rs, "ladder", s.n, M, s.N, s.K, {0, 1, 2, 3, 4, 5, 6, 7});
+            for (int64_t M : {1, 8}) {
+                std::vector<int> ks = {0, 1, 2, 3, 4, 5, 6, 7};
+                if (s.K <= 1024) ks.push_back(24); /* rung 08: short rows only (else it runs 04) */
+                bench_shape(rs, "ladder", s.n, M, s.N, s.K, ks);
+            }
     }
     if (all || !strcmp(set, "square")) {
         for (int64_t n : {1024, 2048, 4096, 8192}) {
@@ -725,6 +731,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 if (M == 1) ks.insert(ks.end(), {8, 10, 23}); /* the read ceiling of the weight */
                 if (M <= 64) ks.push_back(5); /* threshold sweep: GEMV vs GEMM around 16 */
                 if (M <= 16) ks.push_back(6);
+                if (M <= 16 && s.K <= 1024) ks.insert(ks.end(), {4, 24}); /* rungs 04 / 08 on short rows */
                 ks.push_back(13);
                 if (M <= 128) ks.push_back(41); /* rung 05, the skinny kernel */
                 if (strstr(s.n, "gateup")) ks.push_back(21);
@@ -761,7 +768,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 bench_shape(rs, "decode", s.n, M, s.N, s.K, ks);
             }
         for (int64_t M : {1, 2, 4, 8, 16, 24, 32, 48, 64})
-            bench_shape(rs, "decode", "smol_lmhead", M, 49152, 576, {0, 20, 7, 4, 30, 31, 33, 35, 36, 13});
+            bench_shape(rs, "decode", "smol_lmhead", M, 49152, 576, {0, 20, 7, 4, 24, 30, 31, 33, 35, 36, 13});
         const struct { const char *n; int64_t N, K; } ss[] = {
             {"smol_qkv", 960, 576}, {"smol_o", 576, 576}, {"smol_gateup", 3072, 576}, {"smol_down", 576, 1536}};
         for (const auto &s : ss)

@@ -24,6 +24,8 @@ tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStre
                                         tinfer_err *err);
 tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStream_t s,
                                        tinfer_err *err);
+/* Rung 08 (08_stream.cu); runs rung 04 for SwiGLU and for K > 1024. */
+tinfer_status tinfer_gemv_bf16_stream(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
 
 /* The TINFER_GEMV_PDL mode every PDL-capable GEMV launcher uses (05_cp_async.cu, read once):
  * 0 plain launches, 1 launch_dependents at the start, 2 (default) after the main loop, 3 never

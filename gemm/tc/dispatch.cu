@@ -6,9 +6,10 @@
  * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M, or M <= TINFER_GEMM_BF16_SMALL_W_MAX_M with at most
  * TINFER_GEMM_BF16_SMALL_W_TRAFFIC bytes of weight read over the GEMV's 16-token passes (bf16.h)
  * -> the decode GEMV (rung 05, split-K mma fed by
- * cp.async; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 04 for short wide weights);
- * except, on sm_90, short wide weights (K <= TINFER_GEMV_BF16_SHORT_K, N >= TINFER_GEMV_BF16_WIDE_N:
- * the LM head), which go to the GEMM path's rung 05; otherwise, on sm_90, rung 05 (wgmma with the
+ * cp.async; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 08 (rung 04 on a persistent grid)
+ * for short wide weights, K <= TINFER_GEMV_BF16_SHORT_K and N >= TINFER_GEMV_BF16_WIDE_N: the LM
+ * head, which takes the GEMV path up to TINFER_GEMV_BF16_STREAM_MAX_M tokens);
+ * otherwise the GEMM path: on sm_90, rung 05 (wgmma with the
  * operands swapped) for M <= TINFER_GEMM_BF16_SKINNY_MAX_M and weights of at least
  * TINFER_GEMM_BF16_SKINNY_MIN_W bytes, else the split-K mma.sync kernel (rung 04: rung 02's small tiles with K split
  * over a thread-block cluster, its own split pick) when the wgmma kernel's 128 x 256 tiles would
@@ -153,13 +154,10 @@ extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, i
     const int f = gemm_force();
     if (f == 1) return TINFER_GEMM_BF16_PATH_GEMV;
     if (f >= 2) return TINFER_GEMM_BF16_PATH_GEMM;
-    if (M <= TINFER_GEMM_BF16_GEMV_MAX_M) {
-        /* short wide weights (the LM head): rung 05 streams them faster than the GEMV's rung 04 */
-        if (K <= TINFER_GEMV_BF16_SHORT_K && N >= TINFER_GEMV_BF16_WIDE_N && N * K * 2 >= TINFER_GEMM_BF16_SKINNY_MIN_W &&
-            device_is_sm90())
-            return TINFER_GEMM_BF16_PATH_GEMM;
+    if (M <= TINFER_GEMM_BF16_GEMV_MAX_M) return TINFER_GEMM_BF16_PATH_GEMV;
+    /* short wide weights (the LM head): GEMV rung 08 up to TINFER_GEMV_BF16_STREAM_MAX_M */
+    if (M <= TINFER_GEMV_BF16_STREAM_MAX_M && K <= TINFER_GEMV_BF16_SHORT_K && N >= TINFER_GEMV_BF16_WIDE_N)
         return TINFER_GEMM_BF16_PATH_GEMV;
-    }
     if (M <= TINFER_GEMM_BF16_SMALL_W_MAX_M && (M + 15) / 16 * N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_TRAFFIC)
         return TINFER_GEMM_BF16_PATH_GEMV;
     return TINFER_GEMM_BF16_PATH_GEMM;
@@ -173,7 +171,7 @@ extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer
     if (path == TINFER_GEMM_BF16_PATH_GEMV) {
         tinfer_gemv_bf16_kernel k = TINFER_GEMV_BF16_CP_ASYNC;
         if (a->K >= TINFER_GEMV_BF16_CLUSTER_MIN_K && device_is_sm90()) k = TINFER_GEMV_BF16_CLUSTER;
-        else if (a->K <= TINFER_GEMV_BF16_SHORT_K && a->N >= TINFER_GEMV_BF16_WIDE_N) k = TINFER_GEMV_BF16_SPLIT_K;
+        else if (a->K <= TINFER_GEMV_BF16_SHORT_K && a->N >= TINFER_GEMV_BF16_WIDE_N) k = TINFER_GEMV_BF16_STREAM;
         return tinfer_gemv_bf16(k, a, stream, err);
     }
     if (path != TINFER_GEMM_BF16_PATH_GEMM)

@@ -498,6 +498,9 @@ static void path_choice(void) {
         {"SmolLM2 down", 32, 576, 1536, V},     /* two passes: 3.5 MB */
         {"SmolLM2 QKV", TINFER_GEMM_BF16_SMALL_W_MAX_M + 1, 960, 576, G},
         {"SmolLM2 LM head", 16, 49152, 576, G}, {"SmolLM2 O", 2048, 576, 576, G},
+        {"SmolLM2 LM head", 1, 49152, 576, V}, /* rung 08 */
+        {"SmolLM2 LM head", TINFER_GEMV_BF16_STREAM_MAX_M, 49152, 576, V},
+        {"SmolLM2 LM head", TINFER_GEMV_BF16_STREAM_MAX_M + 1, 49152, 576, G},
     };
     for (const auto &c : cs) {
         const tinfer_gemm_bf16_path got = tinfer_gemm_bf16_choose(c.M, c.N, c.K);
@@ -535,10 +538,11 @@ int main(int argc, char **argv) {
     bad_args();
 
     const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"},
-                               {'v', 5, "gemv05"}, {'v', 6, "gemv06"}, {'v', 7, "gemv07"},
+                               {'v', 5, "gemv05"}, {'v', 6, "gemv06"}, {'v', 7, "gemv07"}, {'v', 8, "gemv08"},
                                /* args.w_static: W loads before the PDL wait where the grid fills the SM
-                                * slots, at 3 blocks per SM where 4 would not (05_cp_async.cu) */
-                               {'v', 5, "gemv05/wstatic", 1}, {'v', 6, "gemv06/wstatic", 1}};
+                                * slots, at 3 blocks per SM where 4 would not (05_cp_async.cu); rung 08
+                                * loads its first tile's W before the wait */
+                               {'v', 5, "gemv05/wstatic", 1}, {'v', 6, "gemv06/wstatic", 1}, {'v', 8, "gemv08/wstatic", 1}};
     const int n_gemv = (int)(sizeof gemv_all / sizeof gemv_all[0]);
     /* rung 07 with its default and each launch configuration */
     const runner g07_all[] = {{'v', 7, "gemv07"},      {'p', 0, "gemv07/pdl"},    {'p', 1, "gemv07/evict"},
@@ -589,6 +593,11 @@ int main(int argc, char **argv) {
         /* 375-382 blocks of 16 columns: on 132 SMs the w_static runners take the early weight
          * stream at 3 blocks per SM (8 stages at M = 1), 6 at M = 8, ragged N and K */
         {1, 6000, 520, BF, 0, 0, 0},    {8, 6100, 264, F, 0, 1, 0},     {3, 6004, 1000, BF, 1, 0, 0},
+        /* short rows, more 16-column tiles than rung 08's resident blocks (3 x 132 on an H200), so
+         * each block walks several tiles through both register buffers: 1-4 chunks per warp
+         * (K = 72 / 264 / 576 / 1000), one and two token tiles, two passes (M = 17), ragged N */
+        {1, 16400, 576, BF, 0, 0, 0},   {9, 16390, 1000, F, 1, 0, 0},   {17, 16408, 264, BF, 0, 1, 0},
+        {4, 20000, 72, F, 0, 0, 0},     {16, 16385, 576, BF, 1, 1, 0},
     };
     for (const auto &c : dcases) {
         if (quick && c.K > 1536) continue;

@@ -28,6 +28,8 @@
  * runs with args.w_static and a new X: GEMV rungs 05 / 06 and prefill rungs 02 / 04 then issue
  * their first stages' W loads before the wait and must still see the new X (the TMA rungs ignore
  * the flag and must too).
+ * Decode rung 08 (persistent, short rows) runs the same checks at K = 576 (its first tile's W
+ * loads go before the wait with args.w_static).
  * Also printed: rungs 05/06's launch choice per M (stages, X rows staged, shared memory, blocks
  * per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor), which must be >= 1.
  * The launcher's PDL mode comes from TINFER_GEMV_PDL (unset: the default, which must be a PDL
@@ -210,8 +212,11 @@ int main(void) {
      * 128 x 256 (no split); 32 / 33: prefill rung 05 with its own pick (split) / unsplit; 34 / 35:
      * prefill rung 04 with its own pick (split) / rung 02 (runs without PDL off sm_90); 36: rung 03
      * in 72-wide tiles with X multicast over clusters of 2. The result lines say "rung 30..36". */
-    for (int kernel : {4, 5, 6, 30, 31, 32, 33, 34, 35, 36}) {
-        if (kernel != 5 && kernel != 4 && kernel != 35 && !sm90) {
+    for (int kernel : {4, 5, 6, 8, 30, 31, 32, 33, 34, 35, 36}) {
+        /* rung 08 takes short rows only (K <= 1024; longer ones run rung 04): its K is 576, with
+         * the same row strides */
+        const int64_t kd = kernel == 8 ? 576 : K_DIM;
+        if (kernel != 5 && kernel != 4 && kernel != 8 && kernel != 35 && !sm90) {
             printf("skip kernel %d: needs sm_90\n", kernel);
             continue;
         }
@@ -243,7 +248,7 @@ int main(void) {
                         memset(&a, 0, sizeof a);
                         a.M = M;
                         a.N = N_COLS;
-                        a.K = K_DIM;
+                        a.K = kd;
                         a.X = dX;
                         a.ldx = K_DIM;
                         a.W = dW;
@@ -273,7 +278,7 @@ int main(void) {
                             for (int64_t j = 0; j < N_COLS; j++) {
                                 double acc = 0;
                                 const uint16_t *xr = &hX[(size_t)m * K_DIM], *wr = &hW[(size_t)j * K_DIM];
-                                for (int64_t k = 0; k < K_DIM; k++) acc += bf(xr[k]) * bf(wr[k]);
+                                for (int64_t k = 0; k < kd; k++) acc += bf(xr[k]) * bf(wr[k]);
                                 const double o = hY[(size_t)m * N_COLS + j];
                                 if (!isfinite(o)) {
                                     printf("FAIL rung %02d M=%lld %s %s iter %d: non-finite output at (%lld, %lld)\n",

@@ -1,0 +1,190 @@
+/*
+ * 08_stream.cu — decode rung 8: rung 04 on a persistent grid for short rows, the next tile's
+ * weights in flight while the current tile is multiplied and reduced.
+ *
+ * Why: rung 04 is the decode path of the SmolLM2 LM head (49152 x 576, 56.6 MB) and streamed it
+ * at 77% of the copy rate, where a kernel that only reads the same bytes reaches 87-93% (the
+ * bench's read ceiling, gemm/NOTES.md). Rung 04 gives each block one 16-column tile: a block
+ * issues its loads (18 KB for K = 576), waits one memory round trip with nothing else in flight,
+ * reduces through shared memory and exits; 3072 blocks come and go. Here a block stays resident
+ * and walks tiles blockIdx.x, + gridDim.x, ...; the W loads of its next tile are issued before
+ * the mma and the reduction of the current one, so every thread always has a tile of loads in
+ * flight, as in the read ceiling's grid-stride loop.
+ *
+ * Per tile, the math is rung 04's (04_split_k.cu): warp w owns a contiguous 1/8 of the 32-wide
+ * K chunks, lane (g, t) loads 16 B of rows g and g + 8 per chunk (the permuted-k mma.sync
+ * m16n8k16 fragment), the 8 warps' partial sums meet in shared memory, and one thread per output
+ * runs the epilogue. Differences:
+ *  - A warp's chunks (U = ceil(K / 256) <= 4) are loaded as one batch per tile into one of two
+ *    register buffers; the loop is unrolled by two so the buffers have fixed names.
+ *  - X is the same for every tile (same K range per lane), so a lane loads its X granules once.
+ *  - The reduction buffer is double-buffered, so one barrier per tile suffices: a thread reads
+ *    red[b] of tile i before it reaches tile i + 1's barrier, and red[b] is written again only
+ *    for tile i + 2, after that barrier.
+ *  - Grid: (min(tiles, resident blocks / passes), passes of 16 tokens), resident blocks from
+ *    cudaOccupancyMaxActiveBlocksPerMultiprocessor.
+ *  - args.w_static with PDL (sm_90): the first tile's W loads go before griddepcontrol.wait
+ *    (nothing in flight writes W), and launch_dependents runs at the start, so the next call's
+ *    blocks take this grid's SM slots as they free and start their weight stream there.
+ * Scope: K <= 1024 (one batch of at most 4 chunks per warp), not SwiGLU; other calls run rung 04
+ * unchanged (same results, documented in bf16.h).
+ * Constraints: K % 8 == 0, 16-byte aligned rows (bf16.h). Tokens: passes of 16 (grid.y).
+ */
+#include "gemm/cuda/cuda_check.h"
+#include "gemm/cuda/device.h"
+#include "gemm/decode/gemv_bf16_internal.h"
+#include "gemm/decode/ptx.cuh"
+#include "gemm/tc/bf16_epi.cuh"
+
+#include <string.h>
+
+#define G08_WARPS 8
+/* Most 32-wide K chunks per warp: 8 warps x 4 x 32 = K <= 1024. */
+#define G08_UMAX 4
+/* Blocks per SM the register budget is set for (__launch_bounds__): 3 x 256 threads, at most 80
+ * registers each, two tiles of loads in flight per thread; the instantiations that would spill
+ * there (ptxas -v: U = 4, and U = 3 with two token tiles) get 2 blocks. */
+#define G08_MIN_BLOCKS 3
+
+/* NT: n8 token tiles per pass (1: M <= 8, 2: 16). U: chunks per warp (ceil(ceil(K / 32) / 8)). */
+template <int NT, int U>
+static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 && NT * U < 6 ? G08_MIN_BLOCKS : G08_MIN_BLOCKS - 1) gemv08_kernel(tinfer_gemm_bf16_args a, int pdl, int early) {
+    __shared__ float red[2][G08_WARPS][16][8 * NT]; /* [buffer][warp][row][token] */
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int64_t nout = a.N, ntiles = (nout + 15) / 16;
+    const int64_t m0 = (int64_t)blockIdx.y * 8 * NT;
+    const int64_t nchunk = (a.K + 31) / 32, per = (nchunk + G08_WARPS - 1) / G08_WARPS;
+    const int64_t cbeg = warp * per, cend = cbeg + per < nchunk ? cbeg + per : nchunk;
+    unsigned kok = 0; /* bit i: chunk i of this warp exists and lane t's 8 elements of it are inside K */
+#pragma unroll
+    for (int i = 0; i < U; i++) kok |= (cbeg + i < cend && (cbeg + i) * 32 + t * 8 < a.K) ? 1u << i : 0u;
+    const int64_t k0 = cbeg * 32 + t * 8; /* this lane's first element; chunk i adds 32 i */
+    const uint4 z = make_uint4(0, 0, 0, 0);
+
+    /* W of tile tl into w: rows 16 tl + g and 16 tl + g + 8; nothing read past N or past K, or
+     * for tl >= ntiles (the last round of a block that has no next tile) */
+    auto load_w = [&](uint4 (&w)[U][2], int64_t tl) {
+        const int64_t j = tl * 16 + g;
+        const bool r0 = tl < ntiles && j < nout, r1 = tl < ntiles && j + 8 < nout;
+        const uint16_t *p0 = a.W + (r0 ? j : 0) * a.ldw + k0, *p1 = p0 + 8 * a.ldw;
+#pragma unroll
+        for (int i = 0; i < U; i++) {
+            w[i][0] = (kok >> i & 1) && r0 ? tinfer_ld_stream16(p0 + 32 * i) : z;
+            w[i][1] = (kok >> i & 1) && r1 ? tinfer_ld_stream16(p1 + 32 * i) : z;
+        }
+    };
+    uint4 wa[U][2], wb[U][2], xb[U][NT];
+    int64_t tile = blockIdx.x;
+    if (pdl) {
+        /* PDL: the previous kernel may still write X, bias, R or Y (and W unless early) */
+        if (early) load_w(wa, tile);
+        if (pdl == 1) tdec::pdl_launch_dependents();
+        tdec::pdl_wait();
+    }
+    if (!(pdl && early)) load_w(wa, tile);
+    {
+        const bool x0 = m0 + g < a.M, x1 = m0 + 8 + g < a.M;
+        const uint16_t *px0 = a.X + (x0 ? m0 + g : 0) * a.ldx + k0, *px1 = a.X + (x1 ? m0 + 8 + g : 0) * a.ldx + k0;
+#pragma unroll
+        for (int i = 0; i < U; i++) {
+            xb[i][0] = (kok >> i & 1) && x0 ? __ldg((const uint4 *)(px0 + 32 * i)) : z;
+            if (NT == 2) xb[i][NT - 1] = (kok >> i & 1) && x1 ? __ldg((const uint4 *)(px1 + 32 * i)) : z;
+        }
+    }
+
+    /* multiply the tile held in w, reduce it through red[b], store its outputs */
+    auto finish = [&](const uint4 (&w)[U][2], int64_t tl, int b) {
+        float c[NT][4];
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) c[n][i] = 0.f;
+#pragma unroll
+        for (int i = 0; i < U; i++)
+#pragma unroll
+            for (int n = 0; n < NT; n++) { /* fragments as in rung 04 (.x/.y: first k16, .z/.w: second) */
+                tdec::mma_16816(c[n], w[i][0].x, w[i][1].x, w[i][0].y, w[i][1].y, xb[i][n].x, xb[i][n].y);
+                tdec::mma_16816(c[n], w[i][0].z, w[i][1].z, w[i][0].w, w[i][1].w, xb[i][n].z, xb[i][n].w);
+            }
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) red[b][warp][g + 8 * (i >> 1)][8 * n + 2 * t + (i & 1)] = c[n][i];
+        __syncthreads();
+        const int row = threadIdx.x % 16, tok = threadIdx.x / 16;
+        const int64_t m = m0 + tok, j = tl * 16 + row;
+        if (tok < 8 * NT && m < a.M && j < nout) {
+            float s = 0.f;
+#pragma unroll
+            for (int w8 = 0; w8 < G08_WARPS; w8++) s += red[b][w8][row][tok];
+            tinfer_bf16_epi_store(a, m, j, s, 0.f);
+        }
+    };
+    const int64_t step = gridDim.x;
+#pragma unroll 1
+    while (tile < ntiles) {
+        load_w(wb, tile + step);
+        finish(wa, tile, 0);
+        tile += step;
+        if (tile >= ntiles) break;
+        load_w(wa, tile + step);
+        finish(wb, tile, 1);
+        tile += step;
+    }
+    if (pdl >= 2) tdec::pdl_launch_dependents();
+}
+
+template <int NT, int U>
+static tinfer_status gemv08_launch(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+    tinfer_status status = TINFER_OK;
+    static int occ_dev = -1, occ = 0; /* resident blocks per SM of this instantiation on occ_dev */
+    const int64_t passes = (a->M + 8 * NT - 1) / (8 * NT), tiles = (a->N + 15) / 16;
+    tinfer_cuda_facts d;
+    if ((status = tinfer_cuda_current_facts(&d, err)) != TINFER_OK) return status;
+    if (passes > 65535)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 08: M=%lld too large", (long long)a->M);
+    if (occ_dev != d.device) {
+        TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gemv08_kernel<NT, U>, G08_WARPS * 32, 0));
+        occ_dev = d.device;
+    }
+    {
+        const int pdl_mode = d.cc_major >= 9 ? tinfer_gemv_pdl_mode() : 0; /* griddepcontrol is sm_90 */
+        if (pdl_mode < 0) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 08: TINFER_GEMV_PDL must be 0..4");
+        const bool early = pdl_mode && a->w_static;
+        /* early: launch_dependents at the start (the next call's blocks start their weights as
+         * this grid's blocks leave); else rung 04's places (1: start, otherwise after the loop) */
+        const int pdl = early ? 1 : pdl_mode;
+        int64_t gx = (int64_t)(occ > 0 ? occ : 1) * d.n_sm / passes;
+        gx = gx < 1 ? 1 : gx > tiles ? tiles : gx;
+        cudaLaunchConfig_t cfg;
+        cudaLaunchAttribute attr[1];
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDim = dim3((unsigned)gx, (unsigned)passes);
+        cfg.blockDim = dim3(G08_WARPS * 32);
+        cfg.stream = s;
+        cfg.attrs = attr;
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.numAttrs = pdl ? 1 : 0;
+        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv08_kernel<NT, U>, *a, pdl, early ? 1 : 0));
+        TINFER_CUDA_LAUNCH_CHECK(err, "gemv08_kernel");
+    }
+cleanup:
+    return status;
+}
+
+template <int NT>
+static tinfer_status gemv08_pick_u(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+    const int64_t per = ((a->K + 31) / 32 + G08_WARPS - 1) / G08_WARPS;
+    switch (per) {
+    case 1: return gemv08_launch<NT, 1>(a, s, err);
+    case 2: return gemv08_launch<NT, 2>(a, s, err);
+    case 3: return gemv08_launch<NT, 3>(a, s, err);
+    default: return gemv08_launch<NT, 4>(a, s, err);
+    }
+}
+
+tinfer_status tinfer_gemv_bf16_stream(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+    if (a->swiglu || a->K > (int64_t)G08_WARPS * G08_UMAX * 32) return tinfer_gemv_bf16_split_k(a, s, err);
+    return a->M <= 8 ? gemv08_pick_u<1>(a, s, err) : gemv08_pick_u<2>(a, s, err);
+}
