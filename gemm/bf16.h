@@ -206,8 +206,8 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMM_BF16_SKINNY_FILL_DEN 4
 #define TINFER_GEMM_BF16_SKINNY_MIN_KB 2
 /* The GEMM path runs rung 05 on sm_90 for M <= TINFER_GEMM_BF16_SKINNY_MAX_M when the weight has at
- * least TINFER_GEMM_BF16_SKINNY_MIN_W bytes, and the decode path hands it the short wide weights it
- * would give GEMV rung 04 (the LM head) at any M. Session 5 (H200, 2026-12-03, stream timing, us,
+ * least TINFER_GEMM_BF16_SKINNY_MIN_W bytes (the LM head from 9 tokens up: below, GEMV rung 08
+ * takes it, TINFER_GEMV_BF16_STREAM_MAX_M). Session 5 (H200, 2026-12-03, stream timing, us,
  * rung 05 vs the previous pick, gemm/NOTES.md "Rung 05"): SmolLM2 LM head M = 1 / 8 / 16 / 32 16.7 /
  * 17.0 / 17.6 / 19.0 vs 17.9 / 20.3 / 21.9 / 21.4 (cuBLAS 17.6 / 17.9 / 18.2 / 18.9); Llama-3-8B
  * M = 16 / 32: QKV 16.4 / 17.8 vs 21.9 / 21.4, gate/up 61.3 / 62.8 vs 70.3 / 68.3, down 32.8 / 34.9
@@ -251,6 +251,9 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMV_BF16_CLUSTER_MIN_K 8192
 #define TINFER_GEMV_BF16_SHORT_K 1024
 #define TINFER_GEMV_BF16_WIDE_N 16384
+/* H200 session 9 (stream timing, us, gemm/NOTES.md "Session 9"): LM head at M = 1 / 8 / 16, rung 08
+ * 15.70 / 16.00 / 20.51 against rung 05 (the GEMM path's pick) 17.52 / 17.84 / 18.30 and cuBLAS
+ * 17.43 / 17.93 / 18.21: rung 08 with two token tiles runs 2 blocks per SM and loses. */
 #define TINFER_GEMV_BF16_STREAM_MAX_M 8
 /* Rung 07 (persistent, X in shared memory, up to 64 tokens per pass) is not dispatched: it lost
  * to 05/06/04 and to the GEMM path on every shape of its H200 sweep (07_persistent.cu header). */
