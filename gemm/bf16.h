@@ -247,14 +247,21 @@ typedef enum tinfer_gemm_bf16_path {
  * persistent grid) for short, many rows, K <= TINFER_GEMV_BF16_SHORT_K and N >= TINFER_GEMV_BF16_WIDE_N
  * (SmolLM2 LM head 49152 x 576; rung 04 there: 18.6 vs 26.1 us for rung 05 at M = 1: 05's 256-wide K
  * tiles leave a 576 row only three, mostly empty pipeline stages), which the dispatcher sends to
- * the GEMV path up to TINFER_GEMV_BF16_STREAM_MAX_M tokens; rung 05 everywhere else. */
+ * the GEMV path up to TINFER_GEMV_BF16_STREAM_MAX_M tokens, and for any short row (K <=
+ * TINFER_GEMV_BF16_SHORT_K) up to that many tokens; rung 05 everywhere else. */
 #define TINFER_GEMV_BF16_CLUSTER_MIN_K 8192
 #define TINFER_GEMV_BF16_SHORT_K 1024
 #define TINFER_GEMV_BF16_WIDE_N 16384
-/* H200 session 9 (stream timing, us, gemm/NOTES.md "Session 9"): LM head at M = 1 / 8 / 16, rung 08
- * 15.70 / 16.00 / 20.51 against rung 05 (the GEMM path's pick) 17.52 / 17.84 / 18.30 and cuBLAS
- * 17.43 / 17.93 / 18.21: rung 08 with two token tiles runs 2 blocks per SM and loses. */
-#define TINFER_GEMV_BF16_STREAM_MAX_M 8
+/* Rung 08 also takes every other short row (K <= TINFER_GEMV_BF16_SHORT_K) up to
+ * TINFER_GEMV_BF16_STREAM_MAX_M tokens. H200 session 9 run 3 (gemm/NOTES.md "Session 9", us):
+ * LM head at M = 1 / 8 / 16, stream timing, rung 08 15.47 / 15.65 / 17.77 against rung 05 (the
+ * GEMM path's pick) 17.40 / 17.70 / 18.19 and cuBLAS 17.20 / 17.65 / 17.90; SmolLM2 QKV / O /
+ * gate/up, graph timing (device time; stream timing is the host's launch cost there, 3-4 us
+ * whichever rung), rung 08 at M = 1 1.46 / 1.35 / 1.91, M = 8 1.71 / 1.41 / 2.12, M = 16 3.05 /
+ * 2.49 / 3.60 against GEMV rung 05 2.46 / 2.42 / 3.18, 2.60 / 2.61 / 3.36, 3.11 / 3.02 / 4.46 and
+ * cublasLt 3.3-3.7. A weight this small is loaded whole before the PDL wait (args.w_static). At
+ * M = 32 (two passes of 16, or the 32-token pass it no longer has) it loses: QKV 5.41 vs 3.53. */
+#define TINFER_GEMV_BF16_STREAM_MAX_M 16
 /* Rung 07 (persistent, X in shared memory, up to 64 tokens per pass) is not dispatched: it lost
  * to 05/06/04 and to the GEMM path on every shape of its H200 sweep (07_persistent.cu header). */
 

@@ -731,7 +731,8 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 if (M == 1) ks.insert(ks.end(), {8, 10, 23}); /* the read ceiling of the weight */
                 if (M <= 64) ks.push_back(5); /* threshold sweep: GEMV vs GEMM around 16 */
                 if (M <= 16) ks.push_back(6);
-                if (M <= 16 && s.K <= 1024) ks.insert(ks.end(), {4, 24}); /* rungs 04 / 08 on short rows */
+                if (M <= 16 && s.K <= 1024) ks.push_back(4);  /* rung 04 on short rows */
+                if (M <= 64 && s.K <= 1024) ks.push_back(24); /* rung 08 (passes of 8 or 16 tokens) */
                 ks.push_back(13);
                 if (M <= 128) ks.push_back(41); /* rung 05, the skinny kernel */
                 if (strstr(s.n, "gateup")) ks.push_back(21);

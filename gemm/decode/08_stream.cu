@@ -17,7 +17,12 @@
  * runs the epilogue. Differences:
  *  - A warp's chunks (U = ceil(K / 256) <= 4) are loaded as one batch per tile into one of two
  *    register buffers; the loop is unrolled by two so the buffers have fixed names.
- *  - X is the same for every tile (same K range per lane), so a lane loads its X granules once.
+ *  - X is the same for every tile (same K range per lane): at up to 8 tokens per pass a lane
+ *    loads its X granules into registers once; at 16 tokens per pass (two n8 token tiles) the
+ *    block stages the pass's X rows in shared memory once (up to 32 KB at K = 1024), since
+ *    registers must hold two tiles of W. 32 tokens per pass (four n8 tiles) was slower than two
+ *    passes of 16 (H200 session 9 run 3: SmolLM2 QKV M = 32 5.41 vs 3.53 us for rung 05, graph
+ *    timing; 80 registers spill at four tiles) and is not built.
  *  - The reduction buffer is double-buffered, so one barrier per tile suffices: a thread reads
  *    red[b] of tile i before it reaches tile i + 1's barrier, and red[b] is written again only
  *    for tile i + 2, after that barrier.
@@ -28,7 +33,8 @@
  *    blocks take this grid's SM slots as they free and start their weight stream there.
  * Scope: K <= 1024 (one batch of at most 4 chunks per warp), not SwiGLU; other calls run rung 04
  * unchanged (same results, documented in bf16.h).
- * Constraints: K % 8 == 0, 16-byte aligned rows (bf16.h). Tokens: passes of 16 (grid.y).
+ * Constraints: K % 8 == 0, 16-byte aligned rows (bf16.h). Tokens: passes of 8 (M <= 8) or 16
+ * (grid.y).
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
@@ -42,14 +48,31 @@
 /* Most 32-wide K chunks per warp: 8 warps x 4 x 32 = K <= 1024. */
 #define G08_UMAX 4
 /* Blocks per SM the register budget is set for (__launch_bounds__): 3 x 256 threads, at most 80
- * registers each, two tiles of loads in flight per thread; the instantiations that would spill
- * there (ptxas -v: U = 4, and U = 3 with two token tiles) get 2 blocks. */
+ * registers each, two tiles of loads in flight per thread. U = 4 (K > 768) would spill there and
+ * gets 2 blocks; U = 3 with two token tiles spills 12-20 bytes (ptxas -v) and keeps 3, the form
+ * measured at 16 tokens (bf16.h, TINFER_GEMV_BF16_STREAM_MAX_M). */
 #define G08_MIN_BLOCKS 3
+/* Row stride (floats) of the reduction buffer: 16 rows + 4 of padding (bank spread, kernel). */
+#define G08_RED_LD 20
 
-/* NT: n8 token tiles per pass (1: M <= 8, 2: 16). U: chunks per warp (ceil(ceil(K / 32) / 8)). */
+/* Shared-memory X row of the multi-tile kernels: K rounded up to whole 128-byte lines, so the
+ * swizzle below stays inside a row. */
+static __host__ __device__ __forceinline__ int64_t g08_xrow(int64_t K) { return (K + 63) / 64 * 64; }
+
+/* NT: n8 token tiles per pass (1: M <= 8, 2: 16). U: chunks per warp (ceil(ceil(K / 32) / 8)).
+ * NT = 1 keeps X in registers; NT = 2 stages the pass's 16 token rows of X in shared memory once
+ * per block (registers would not leave room for two tiles of W):
+ * granule q of row r at q ^ ((r & 1) << 2), so a warp's reads (rows g = 0, 1 and granules
+ * 4c..4c+3 per 8-lane phase) fall in the two different halves of a 128-byte line. */
 template <int NT, int U>
-static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 && NT * U < 6 ? G08_MIN_BLOCKS : G08_MIN_BLOCKS - 1) gemv08_kernel(tinfer_gemm_bf16_args a, int pdl, int early) {
-    __shared__ float red[2][G08_WARPS][16][8 * NT]; /* [buffer][warp][row][token] */
+static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 ? G08_MIN_BLOCKS : G08_MIN_BLOCKS - 1) gemv08_kernel(tinfer_gemm_bf16_args a, int pdl, int early) {
+    constexpr bool XS = NT > 1;
+    /* two reduction buffers, each [warp][token][row], rows padded to G08_RED_LD: a warp's stores
+     * of one accumulator (rows g, tokens 2t + c) then hit 32 different banks (2t * 20 + g = 8t + g
+     * mod 32; unpadded [row][token] rows put 4-8 lanes on one bank: 8-way at 32 tokens per pass,
+     * where a first version lost half its time to it) */
+    __shared__ float red[2][G08_WARPS][8 * NT][G08_RED_LD];
+    extern __shared__ uint4 g08_xs[];               /* XS: [8 NT][g08_xrow(K) / 8] granules */
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int64_t nout = a.N, ntiles = (nout + 15) / 16;
     const int64_t m0 = (int64_t)blockIdx.y * 8 * NT;
@@ -73,7 +96,9 @@ static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 && NT * U < 6 ? G
             w[i][1] = (kok >> i & 1) && r1 ? tinfer_ld_stream16(p1 + 32 * i) : z;
         }
     };
-    uint4 wa[U][2], wb[U][2], xb[U][NT];
+    uint4 wa[U][2], wb[U][2], xb[U][XS ? 1 : NT];
+    const int xq = (int)(g08_xrow(a.K) / 8); /* granules per staged X row (<= 128) */
+    const int qx = (int)cbeg * 4 + t;          /* this lane's X granule in chunk 0; chunk i adds 4 i */
     int64_t tile = blockIdx.x;
     if (pdl) {
         /* PDL: the previous kernel may still write X, bias, R or Y (and W unless early) */
@@ -82,14 +107,18 @@ static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 && NT * U < 6 ? G
         tdec::pdl_wait();
     }
     if (!(pdl && early)) load_w(wa, tile);
-    {
-        const bool x0 = m0 + g < a.M, x1 = m0 + 8 + g < a.M;
-        const uint16_t *px0 = a.X + (x0 ? m0 + g : 0) * a.ldx + k0, *px1 = a.X + (x1 ? m0 + 8 + g : 0) * a.ldx + k0;
-#pragma unroll
-        for (int i = 0; i < U; i++) {
-            xb[i][0] = (kok >> i & 1) && x0 ? __ldg((const uint4 *)(px0 + 32 * i)) : z;
-            if (NT == 2) xb[i][NT - 1] = (kok >> i & 1) && x1 ? __ldg((const uint4 *)(px1 + 32 * i)) : z;
+    if (XS) { /* rows past M and granules past K are zeros */
+        for (int idx = threadIdx.x; idx < 8 * NT * xq; idx += G08_WARPS * 32) {
+            const int r = idx / xq, q = idx % xq;
+            const int64_t tok = m0 + r;
+            g08_xs[r * xq + (q ^ ((r & 1) << 2))] = tok < a.M && q * 8 < a.K ? __ldg((const uint4 *)(a.X + tok * a.ldx + q * 8)) : z;
         }
+        __syncthreads();
+    } else {
+        const bool x0 = m0 + g < a.M;
+        const uint16_t *px0 = a.X + (x0 ? m0 + g : 0) * a.ldx + k0;
+#pragma unroll
+        for (int i = 0; i < U; i++) xb[i][0] = (kok >> i & 1) && x0 ? __ldg((const uint4 *)(px0 + 32 * i)) : z;
     }
 
     /* multiply the tile held in w, reduce it through red[b], store its outputs */
@@ -103,21 +132,26 @@ static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 && NT * U < 6 ? G
         for (int i = 0; i < U; i++)
 #pragma unroll
             for (int n = 0; n < NT; n++) { /* fragments as in rung 04 (.x/.y: first k16, .z/.w: second) */
-                tdec::mma_16816(c[n], w[i][0].x, w[i][1].x, w[i][0].y, w[i][1].y, xb[i][n].x, xb[i][n].y);
-                tdec::mma_16816(c[n], w[i][0].z, w[i][1].z, w[i][0].w, w[i][1].w, xb[i][n].z, xb[i][n].w);
+                /* token row 8 n + g: (row & 1) = (g & 1) */
+                const uint4 x = !XS ? xb[i][0] : (kok >> i & 1) ? g08_xs[(8 * n + g) * xq + ((qx + 4 * i) ^ ((g & 1) << 2))] : z;
+                tdec::mma_16816(c[n], w[i][0].x, w[i][1].x, w[i][0].y, w[i][1].y, x.x, x.y);
+                tdec::mma_16816(c[n], w[i][0].z, w[i][1].z, w[i][0].w, w[i][1].w, x.z, x.w);
             }
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
-            for (int i = 0; i < 4; i++) red[b][warp][g + 8 * (i >> 1)][8 * n + 2 * t + (i & 1)] = c[n][i];
+            for (int i = 0; i < 4; i++) red[b][warp][8 * n + 2 * t + (i & 1)][g + 8 * (i >> 1)] = c[n][i];
         __syncthreads();
-        const int row = threadIdx.x % 16, tok = threadIdx.x / 16;
-        const int64_t m = m0 + tok, j = tl * 16 + row;
-        if (tok < 8 * NT && m < a.M && j < nout) {
-            float s = 0.f;
+#pragma unroll 1
+        for (int o = threadIdx.x; o < 16 * 8 * NT; o += G08_WARPS * 32) { /* 16 rows x 8 NT tokens */
+            const int row = o % 16, tok = o / 16;
+            const int64_t m = m0 + tok, j = tl * 16 + row;
+            if (m < a.M && j < nout) {
+                float s = 0.f;
 #pragma unroll
-            for (int w8 = 0; w8 < G08_WARPS; w8++) s += red[b][w8][row][tok];
-            tinfer_bf16_epi_store(a, m, j, s, 0.f);
+                for (int w8 = 0; w8 < G08_WARPS; w8++) s += red[b][w8][tok][row];
+                tinfer_bf16_epi_store(a, m, j, s, 0.f);
+            }
         }
     };
     const int64_t step = gridDim.x;
@@ -137,15 +171,24 @@ static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 && NT * U < 6 ? G
 template <int NT, int U>
 static tinfer_status gemv08_launch(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
     tinfer_status status = TINFER_OK;
-    static int occ_dev = -1, occ = 0; /* resident blocks per SM of this instantiation on occ_dev */
+    /* resident blocks per SM of this instantiation on occ_dev with occ_smem bytes of staged X */
+    static int occ_dev = -1, occ = 0, attr_dev = -1;
+    static size_t occ_smem = 0;
     const int64_t passes = (a->M + 8 * NT - 1) / (8 * NT), tiles = (a->N + 15) / 16;
+    const size_t smem = NT > 1 ? (size_t)(8 * NT) * (size_t)g08_xrow(a->K) * 2 : 0;
     tinfer_cuda_facts d;
     if ((status = tinfer_cuda_current_facts(&d, err)) != TINFER_OK) return status;
     if (passes > 65535)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 08: M=%lld too large", (long long)a->M);
-    if (occ_dev != d.device) {
-        TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gemv08_kernel<NT, U>, G08_WARPS * 32, 0));
+    if (NT > 1 && attr_dev != d.device) { /* the largest staged X (K = 1024) may pass 48 KB with the static buffer */
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv08_kernel<NT, U>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  (int)((size_t)(8 * NT) * (G08_WARPS * G08_UMAX * 32) * 2)));
+        attr_dev = d.device;
+    }
+    if (occ_dev != d.device || occ_smem != smem) {
+        TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gemv08_kernel<NT, U>, G08_WARPS * 32, smem));
         occ_dev = d.device;
+        occ_smem = smem;
     }
     {
         const int pdl_mode = d.cc_major >= 9 ? tinfer_gemv_pdl_mode() : 0; /* griddepcontrol is sm_90 */
@@ -161,6 +204,7 @@ static tinfer_status gemv08_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
         memset(&cfg, 0, sizeof cfg);
         cfg.gridDim = dim3((unsigned)gx, (unsigned)passes);
         cfg.blockDim = dim3(G08_WARPS * 32);
+        cfg.dynamicSmemBytes = smem;
         cfg.stream = s;
         cfg.attrs = attr;
         attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;

@@ -7,8 +7,9 @@
  * TINFER_GEMM_BF16_SMALL_W_TRAFFIC bytes of weight read over the GEMV's 16-token passes (bf16.h)
  * -> the decode GEMV (rung 05, split-K mma fed by
  * cp.async; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 08 (rung 04 on a persistent grid)
- * for short wide weights, K <= TINFER_GEMV_BF16_SHORT_K and N >= TINFER_GEMV_BF16_WIDE_N: the LM
- * head, which takes the GEMV path up to TINFER_GEMV_BF16_STREAM_MAX_M tokens);
+ * for short rows, K <= TINFER_GEMV_BF16_SHORT_K, up to TINFER_GEMV_BF16_STREAM_MAX_M tokens, and
+ * for short wide weights, N >= TINFER_GEMV_BF16_WIDE_N: the LM head, which takes the GEMV path up
+ * to TINFER_GEMV_BF16_STREAM_MAX_M tokens);
  * otherwise the GEMM path: on sm_90, rung 05 (wgmma with the
  * operands swapped) for M <= TINFER_GEMM_BF16_SKINNY_MAX_M and weights of at least
  * TINFER_GEMM_BF16_SKINNY_MIN_W bytes, else the split-K mma.sync kernel (rung 04: rung 02's small tiles with K split
@@ -171,7 +172,8 @@ extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer
     if (path == TINFER_GEMM_BF16_PATH_GEMV) {
         tinfer_gemv_bf16_kernel k = TINFER_GEMV_BF16_CP_ASYNC;
         if (a->K >= TINFER_GEMV_BF16_CLUSTER_MIN_K && device_is_sm90()) k = TINFER_GEMV_BF16_CLUSTER;
-        else if (a->K <= TINFER_GEMV_BF16_SHORT_K && a->N >= TINFER_GEMV_BF16_WIDE_N) k = TINFER_GEMV_BF16_STREAM;
+        else if (a->K <= TINFER_GEMV_BF16_SHORT_K && (a->M <= TINFER_GEMV_BF16_STREAM_MAX_M || a->N >= TINFER_GEMV_BF16_WIDE_N))
+            k = TINFER_GEMV_BF16_STREAM;
         return tinfer_gemv_bf16(k, a, stream, err);
     }
     if (path != TINFER_GEMM_BF16_PATH_GEMM)

@@ -497,7 +497,7 @@ static void path_choice(void) {
         {"SmolLM2 gate/up", 32, 3072, 576, G},  /* two passes: 7 MB */
         {"SmolLM2 down", 32, 576, 1536, V},     /* two passes: 3.5 MB */
         {"SmolLM2 QKV", TINFER_GEMM_BF16_SMALL_W_MAX_M + 1, 960, 576, G},
-        {"SmolLM2 LM head", 16, 49152, 576, G}, {"SmolLM2 O", 2048, 576, 576, G},
+        {"SmolLM2 O", 2048, 576, 576, G},
         {"SmolLM2 LM head", 1, 49152, 576, V}, /* rung 08 */
         {"SmolLM2 LM head", TINFER_GEMV_BF16_STREAM_MAX_M, 49152, 576, V},
         {"SmolLM2 LM head", TINFER_GEMV_BF16_STREAM_MAX_M + 1, 49152, 576, G},
@@ -595,9 +595,11 @@ int main(int argc, char **argv) {
         {1, 6000, 520, BF, 0, 0, 0},    {8, 6100, 264, F, 0, 1, 0},     {3, 6004, 1000, BF, 1, 0, 0},
         /* short rows, more 16-column tiles than rung 08's resident blocks (3 x 132 on an H200), so
          * each block walks several tiles through both register buffers: 1-4 chunks per warp
-         * (K = 72 / 264 / 576 / 1000), one and two token tiles, two passes (M = 17), ragged N */
+         * (K = 72 / 264 / 576 / 1000), 8 / 16 tokens per pass (X in registers / staged in
+         * shared memory), partial and full passes, 2-3 passes (M = 17, 32, 33, 40), ragged N */
         {1, 16400, 576, BF, 0, 0, 0},   {9, 16390, 1000, F, 1, 0, 0},   {17, 16408, 264, BF, 0, 1, 0},
-        {4, 20000, 72, F, 0, 0, 0},     {16, 16385, 576, BF, 1, 1, 0},
+        {4, 20000, 72, F, 0, 0, 0},     {16, 16385, 576, BF, 1, 1, 0},  {32, 16400, 576, F, 1, 1, 0},
+        {40, 16392, 72, BF, 0, 0, 0},   {33, 16400, 1000, BF, 1, 0, 0},
     };
     for (const auto &c : dcases) {
         if (quick && c.K > 1536) continue;
