@@ -262,6 +262,14 @@ typedef enum tinfer_gemm_bf16_path {
  * cublasLt 3.3-3.7. A weight this small is loaded whole before the PDL wait (args.w_static). At
  * M = 32 (two passes of 16, or the 32-token pass it no longer has) it loses: QKV 5.41 vs 3.53. */
 #define TINFER_GEMV_BF16_STREAM_MAX_M 16
+/* ... and past 16 tokens, in passes of 16, while the weight read once per pass stays small. Same
+ * sweep (run 4, us, stream / graph, rung 08 against the previous pick, cublasLt graph): SmolLM2
+ * QKV M = 32 4.54 / 3.39 vs 4.54 / 3.63 (3.35), M = 64 4.54 / 3.79 vs 4.91 / 4.24 (3.38); O M = 32
+ * 4.65 / 3.02 vs 4.86 / 3.06 (3.24), M = 64 4.53 / 3.48 vs 5.08 / 4.05 (3.30); gate/up (3.5 MB)
+ * M = 32 4.78 / 4.20 vs 4.90 / 4.57 (3.79), but M = 64 (four passes, 14 MB) 6.07 / 5.66 vs 4.80 /
+ * 4.46; LM head M = 32 27.55 vs 18.93. */
+#define TINFER_GEMV_BF16_STREAM_PASS_MAX_M 64
+#define TINFER_GEMV_BF16_STREAM_PASS_TRAFFIC ((int64_t)8 << 20)
 /* Rung 07 (persistent, X in shared memory, up to 64 tokens per pass) is not dispatched: it lost
  * to 05/06/04 and to the GEMM path on every shape of its H200 sweep (07_persistent.cu header). */
 

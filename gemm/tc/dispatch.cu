@@ -7,9 +7,10 @@
  * TINFER_GEMM_BF16_SMALL_W_TRAFFIC bytes of weight read over the GEMV's 16-token passes (bf16.h)
  * -> the decode GEMV (rung 05, split-K mma fed by
  * cp.async; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 08 (rung 04 on a persistent grid)
- * for short rows, K <= TINFER_GEMV_BF16_SHORT_K, up to TINFER_GEMV_BF16_STREAM_MAX_M tokens, and
- * for short wide weights, N >= TINFER_GEMV_BF16_WIDE_N: the LM head, which takes the GEMV path up
- * to TINFER_GEMV_BF16_STREAM_MAX_M tokens);
+ * for short rows, K <= TINFER_GEMV_BF16_SHORT_K, up to TINFER_GEMV_BF16_STREAM_MAX_M tokens, or up
+ * to TINFER_GEMV_BF16_STREAM_PASS_MAX_M tokens while the weight re-read per 16-token pass stays
+ * within TINFER_GEMV_BF16_STREAM_PASS_TRAFFIC, and for short wide weights on a forced GEMV path;
+ * every call rung 08 takes goes to the GEMV path);
  * otherwise the GEMM path: on sm_90, rung 05 (wgmma with the
  * operands swapped) for M <= TINFER_GEMM_BF16_SKINNY_MAX_M and weights of at least
  * TINFER_GEMM_BF16_SKINNY_MIN_W bytes, else the split-K mma.sync kernel (rung 04: rung 02's small tiles with K split
@@ -151,14 +152,20 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
     return tiles72 ? TINFER_GEMM_BF16_WGMMA_WS : TINFER_GEMM_BF16_MMA_SPLITK;
 }
 
+/* GEMV rung 08's ground (bf16.h): short rows up to TINFER_GEMV_BF16_STREAM_MAX_M tokens, and small
+ * short-row weights re-read once per 16-token pass up to TINFER_GEMV_BF16_STREAM_PASS_MAX_M tokens */
+static bool stream_rung(int64_t M, int64_t N, int64_t K) {
+    if (K > TINFER_GEMV_BF16_SHORT_K) return false;
+    if (M <= TINFER_GEMV_BF16_STREAM_MAX_M) return true;
+    return M <= TINFER_GEMV_BF16_STREAM_PASS_MAX_M && (M + 15) / 16 * N * K * 2 <= TINFER_GEMV_BF16_STREAM_PASS_TRAFFIC;
+}
+
 extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K) {
     const int f = gemm_force();
     if (f == 1) return TINFER_GEMM_BF16_PATH_GEMV;
     if (f >= 2) return TINFER_GEMM_BF16_PATH_GEMM;
     if (M <= TINFER_GEMM_BF16_GEMV_MAX_M) return TINFER_GEMM_BF16_PATH_GEMV;
-    /* short wide weights (the LM head): GEMV rung 08 up to TINFER_GEMV_BF16_STREAM_MAX_M */
-    if (M <= TINFER_GEMV_BF16_STREAM_MAX_M && K <= TINFER_GEMV_BF16_SHORT_K && N >= TINFER_GEMV_BF16_WIDE_N)
-        return TINFER_GEMM_BF16_PATH_GEMV;
+    if (stream_rung(M, N, K)) return TINFER_GEMM_BF16_PATH_GEMV;
     if (M <= TINFER_GEMM_BF16_SMALL_W_MAX_M && (M + 15) / 16 * N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_TRAFFIC)
         return TINFER_GEMM_BF16_PATH_GEMV;
     return TINFER_GEMM_BF16_PATH_GEMM;
@@ -172,7 +179,7 @@ extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer
     if (path == TINFER_GEMM_BF16_PATH_GEMV) {
         tinfer_gemv_bf16_kernel k = TINFER_GEMV_BF16_CP_ASYNC;
         if (a->K >= TINFER_GEMV_BF16_CLUSTER_MIN_K && device_is_sm90()) k = TINFER_GEMV_BF16_CLUSTER;
-        else if (a->K <= TINFER_GEMV_BF16_SHORT_K && (a->M <= TINFER_GEMV_BF16_STREAM_MAX_M || a->N >= TINFER_GEMV_BF16_WIDE_N))
+        else if (stream_rung(a->M, a->N, a->K) || (a->K <= TINFER_GEMV_BF16_SHORT_K && a->N >= TINFER_GEMV_BF16_WIDE_N))
             k = TINFER_GEMV_BF16_STREAM;
         return tinfer_gemv_bf16(k, a, stream, err);
     }

@@ -486,7 +486,9 @@ static void skinny_pick(void) {
 
 /* The dispatcher's path choice (host arithmetic, no device): the decode GEMV up to
  * TINFER_GEMM_BF16_GEMV_MAX_M tokens, beyond that only while the weight re-read once per 16-token
- * pass stays within TINFER_GEMM_BF16_SMALL_W_TRAFFIC (bf16.h). Skipped under TINFER_GEMM_FORCE. */
+ * pass stays within TINFER_GEMM_BF16_SMALL_W_TRAFFIC, or for GEMV rung 08's short rows (up to
+ * TINFER_GEMV_BF16_STREAM_MAX_M tokens, or _STREAM_PASS_MAX_M within _STREAM_PASS_TRAFFIC; bf16.h).
+ * Skipped under TINFER_GEMM_FORCE. */
 static void path_choice(void) {
     if (getenv("TINFER_GEMM_FORCE")) return;
     const tinfer_gemm_bf16_path V = TINFER_GEMM_BF16_PATH_GEMV, G = TINFER_GEMM_BF16_PATH_GEMM;
@@ -494,9 +496,12 @@ static void path_choice(void) {
         {"Llama QKV", 1, 6144, 4096, V},        {"Llama QKV", TINFER_GEMM_BF16_GEMV_MAX_M, 6144, 4096, V},
         {"Llama QKV", TINFER_GEMM_BF16_GEMV_MAX_M + 1, 6144, 4096, G},
         {"SmolLM2 gate/up", 16, 3072, 576, V},  /* one pass: 3.5 MB */
-        {"SmolLM2 gate/up", 32, 3072, 576, G},  /* two passes: 7 MB */
+        {"SmolLM2 gate/up", 32, 3072, 576, V},  /* rung 08, two passes: 7 MB */
+        {"SmolLM2 gate/up", 64, 3072, 576, G},  /* four passes: 14 MB */
         {"SmolLM2 down", 32, 576, 1536, V},     /* two passes: 3.5 MB */
-        {"SmolLM2 QKV", TINFER_GEMM_BF16_SMALL_W_MAX_M + 1, 960, 576, G},
+        {"SmolLM2 down", 33, 576, 1536, G},     /* K > 1024: not rung 08 */
+        {"SmolLM2 QKV", TINFER_GEMV_BF16_STREAM_PASS_MAX_M, 960, 576, V}, /* rung 08, 4 passes: 4.4 MB */
+        {"SmolLM2 QKV", TINFER_GEMV_BF16_STREAM_PASS_MAX_M + 1, 960, 576, G},
         {"SmolLM2 O", 2048, 576, 576, G},
         {"SmolLM2 LM head", 1, 49152, 576, V}, /* rung 08 */
         {"SmolLM2 LM head", TINFER_GEMV_BF16_STREAM_MAX_M, 49152, 576, V},
