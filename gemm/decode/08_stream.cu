@@ -26,7 +26,7 @@
  *  - The reduction buffer is double-buffered, so one barrier per tile suffices: a thread reads
  *    red[b] of tile i before it reaches tile i + 1's barrier, and red[b] is written again only
  *    for tile i + 2, after that barrier.
- *  - Grid: (min(tiles, resident blocks / passes), passes of 16 tokens), resident blocks from
+ *  - Grid: (min(tiles, resident blocks / passes), passes of 8 or 16 tokens), resident blocks from
  *    cudaOccupancyMaxActiveBlocksPerMultiprocessor.
  *  - args.w_static with PDL (sm_90): the first tile's W loads go before griddepcontrol.wait
  *    (nothing in flight writes W), and launch_dependents runs at the start, so the next call's
