@@ -97,48 +97,6 @@ template <int BT> struct SkGeo {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-static __device__ __forceinline__ void wgmma_m64n8k16(float (&d)[4], uint64_t da, uint64_t db, uint32_t scale_d) {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-static __device__ __forceinline__ void wgmma_m64n16k16(float (&d)[8], uint64_t da, uint64_t db, uint32_t scale_d) {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %10, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-static __device__ __forceinline__ void wgmma_m64n32k16(float (&d)[16], uint64_t da, uint64_t db, uint32_t scale_d) {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-static __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t da, uint64_t db, uint32_t scale_d) {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-
-template <int BT>
-static __device__ __forceinline__ void sk_wgmma(float (&d)[BT / 2], uint64_t da, uint64_t db, uint32_t scale_d) {
-    if constexpr (BT == 8) wgmma_m64n8k16(d, da, db, scale_d);
-    else if constexpr (BT == 16) wgmma_m64n16k16(d, da, db, scale_d);
-    else if constexpr (BT == 32) wgmma_m64n32k16(d, da, db, scale_d);
-    else wgmma_m64n64k16(d, da, db, scale_d);
-}
-
-/* What the epilogue needs, in registers (not read through the parameter struct per element). */
-struct SkEpi {
-    const uint16_t *bias;
-    const void *R;
-    void *Y;
-    int64_t M, nout, F, ldy, ldr;
-    bool sw, f32, v16;
-};
-
 /* The consumer warpgroup's mainloop over k-blocks [kb0, kb1), ring iterations it...: wait for
  * the stage, issue its 8 wgmmas (two slabs x 4 k16 steps; the tile's first zeroes the
  * accumulators), keep one k-block in flight and release the stage before it; at the end wait for
@@ -164,8 +122,8 @@ static __device__ __forceinline__ uint32_t sk_mainloop(float (&d0)[BT / 2], floa
             for (int kk = 0; kk < SK_BK / 16; kk++) {
                 const uint64_t dx = wgmma_desc(st + 2 * KS * SK_SLAB_BYTES + j * G::X_BYTES + kk * 32);
                 const uint32_t acc = (kb != kb0) || j != 0 || kk != 0;
-                sk_wgmma<BT>(d0, wgmma_desc(st + j * SK_SLAB_BYTES + kk * 32), dx, acc);
-                sk_wgmma<BT>(d1, wgmma_desc(st + (KS + j) * SK_SLAB_BYTES + kk * 32), dx, acc);
+                wgmma_m64xn<BT>(d0, wgmma_desc(st + j * SK_SLAB_BYTES + kk * 32), dx, acc);
+                wgmma_m64xn<BT>(d1, wgmma_desc(st + (KS + j) * SK_SLAB_BYTES + kk * 32), dx, acc);
             }
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
@@ -188,7 +146,7 @@ static __device__ __forceinline__ uint32_t sk_mainloop(float (&d0)[BT / 2], floa
  * floats apart, so lanes (g, t) hit banks g + 8t + const, all different. */
 template <int BT>
 static __device__ __forceinline__ void sk_epilogue(const float (&d0)[BT / 2], const float (&d1)[BT / 2], bool mine,
-                                                   float *scr, const SkEpi &e, const tinfer_gemm_bf16_args &a,
+                                                   float *scr, const tinfer_epi8 &e, const tinfer_gemm_bf16_args &a,
                                                    int32_t tw, int32_t tt, int32_t rank, int32_t ksplit) {
     using G = SkGeo<BT>;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -221,42 +179,7 @@ static __device__ __forceinline__ void sk_epilogue(const float (&d0)[BT / 2], co
                 for (int k = 0; k < 8; k++) u[k] = 0.f;
             }
         }
-        if (!e.v16 || j0 + 8 > e.nout) {
-            for (int k = 0; k < 8 && j0 + k < e.nout; k++) tinfer_bf16_epi_store(a, m, j0 + k, v[k], u[k]);
-            continue;
-        }
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            float x = v[k];
-            if (e.bias) x += tinfer_bf16f(e.bias[j0 + k]);
-            if (e.sw) {
-                const float y = u[k] + (e.bias ? tinfer_bf16f(e.bias[e.F + j0 + k]) : 0.f);
-                x = x / (1.0f + __expf(-x)) * y;
-            }
-            v[k] = x;
-        }
-        if (e.f32) {
-            float *y = (float *)e.Y + m * e.ldy + j0;
-            if (e.R) {
-                const float *rp = (const float *)e.R + m * e.ldr + j0;
-                const float4 r0 = *(const float4 *)rp, r1 = *(const float4 *)(rp + 4);
-                v[0] += r0.x; v[1] += r0.y; v[2] += r0.z; v[3] += r0.w; v[4] += r1.x; v[5] += r1.y; v[6] += r1.z; v[7] += r1.w;
-            }
-            *(float4 *)y = make_float4(v[0], v[1], v[2], v[3]);
-            *(float4 *)(y + 4) = make_float4(v[4], v[5], v[6], v[7]);
-        } else {
-            if (e.R) {
-                const uint4 rv = *(const uint4 *)((const uint16_t *)e.R + m * e.ldr + j0);
-                v[0] += tinfer_bf16_lo(rv.x); v[1] += tinfer_bf16_hi(rv.x); v[2] += tinfer_bf16_lo(rv.y); v[3] += tinfer_bf16_hi(rv.y);
-                v[4] += tinfer_bf16_lo(rv.z); v[5] += tinfer_bf16_hi(rv.z); v[6] += tinfer_bf16_lo(rv.w); v[7] += tinfer_bf16_hi(rv.w);
-            }
-            uint4 o;
-            o.x = (uint32_t)tinfer_f2bf16(v[0]) | ((uint32_t)tinfer_f2bf16(v[1]) << 16);
-            o.y = (uint32_t)tinfer_f2bf16(v[2]) | ((uint32_t)tinfer_f2bf16(v[3]) << 16);
-            o.z = (uint32_t)tinfer_f2bf16(v[4]) | ((uint32_t)tinfer_f2bf16(v[5]) << 16);
-            o.w = (uint32_t)tinfer_f2bf16(v[6]) | ((uint32_t)tinfer_f2bf16(v[7]) << 16);
-            *(uint4 *)((uint16_t *)e.Y + m * e.ldy + j0) = o;
-        }
+        tinfer_bf16_epi_store8(e, a, m, j0, v, u);
     }
 }
 #endif
@@ -346,18 +269,7 @@ static __global__ void __launch_bounds__(SK_THREADS, 1)
     }
 
     /* The consumer warpgroup. d0 / d1: slab 0 / 1 (W rows 0-63 / 64-127 of the tile). */
-    SkEpi e;
-    e.bias = a.bias;
-    e.R = a.R;
-    e.Y = a.Y;
-    e.M = a.M;
-    e.nout = sw ? F : a.N;
-    e.F = F;
-    e.ldy = a.ldy;
-    e.ldr = a.ldr;
-    e.sw = sw;
-    e.f32 = a.y_dtype == TINFER_DTYPE_F32;
-    e.v16 = (flags & SK_F_V16) != 0;
+    const tinfer_epi8 e = tinfer_epi8_make(a, (flags & SK_F_V16) != 0);
     float d0[G::NACC], d1[G::NACC];
     if constexpr (SPLIT) {
         /* No tile loop here: nothing redefines the accumulators after the reduction (rung 03's
@@ -552,9 +464,7 @@ static tinfer_status sk_launch(const tinfer_gemm_bf16_args *a, int32_t ksplit, c
         const int64_t slots = dsw == 3 ? n_sm : occ->pers[deep ? 1 : 0] > 0 ? occ->pers[deep ? 1 : 0] : n_sm;
         const int64_t grid = ksplit > 1 ? tiles * ksplit : tiles < slots ? tiles : slots;
         int32_t flags = 0;
-        const size_t es = a->y_dtype == TINFER_DTYPE_F32 ? 4 : 2;
-        if ((uintptr_t)a->Y % 16 == 0 && (a->ldy * es) % 16 == 0 && (!a->R || ((uintptr_t)a->R % 16 == 0 && (a->ldr * es) % 16 == 0)))
-            flags |= SK_F_V16;
+        if (tinfer_bf16_epi_v16_ok(*a)) flags |= SK_F_V16;
         if (ksplit > 1 && tinfer_gemm_bf16_split_asyncred()) flags |= SK_F_ASYNCRED;
         /* PDL as rung 03 (short K), and wherever no CTA walks several tiles (split, or a
          * persistent grid with a tile per CTA): a CTA that walks several tiles lost with it (H200

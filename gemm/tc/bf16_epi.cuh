@@ -99,6 +99,82 @@ static __device__ __forceinline__ void tinfer_bf16_epi_store2(const tinfer_gemm_
     }
 }
 
+/* What an 8-output epilogue needs, copied into registers once per thread (not read through the
+ * parameter struct per element): nout = N' (the columns of Y), F = N / 2, v16: Y, R and their
+ * rows 16-byte aligned (one 16-byte BF16 store, two FP32 ones, per 8 outputs). */
+struct tinfer_epi8 {
+    const uint16_t *bias;
+    const void *R;
+    void *Y;
+    int64_t M, nout, F, ldy, ldr;
+    bool sw, f32, v16;
+};
+
+static __device__ __forceinline__ tinfer_epi8 tinfer_epi8_make(const tinfer_gemm_bf16_args &a, bool v16) {
+    tinfer_epi8 e;
+    e.bias = a.bias;
+    e.R = a.R;
+    e.Y = a.Y;
+    e.M = a.M;
+    e.nout = tinfer_gemm_bf16_nout(a);
+    e.F = a.N / 2;
+    e.ldy = a.ldy;
+    e.ldr = a.ldr;
+    e.sw = a.swiglu != 0;
+    e.f32 = a.y_dtype == TINFER_DTYPE_F32;
+    e.v16 = v16;
+    return e;
+}
+/* Host side: may Y and R (when set) take 16-byte stores of 8 outputs (rows 16-byte aligned)? */
+static inline bool tinfer_bf16_epi_v16_ok(const tinfer_gemm_bf16_args &a) {
+    const size_t es = a.y_dtype == TINFER_DTYPE_F32 ? 4 : 2;
+    return (uintptr_t)a.Y % 16 == 0 && (a.ldy * es) % 16 == 0 && (!a.R || ((uintptr_t)a.R % 16 == 0 && (a.ldr * es) % 16 == 0));
+}
+
+/* Outputs (m, j0 .. j0 + 7) of token m from the accumulators v (weight rows j0..) and u (rows
+ * F + j0.., read with SwiGLU): bias, SwiGLU and residual in FP32, one rounding, 16-byte stores
+ * when e.v16 and all 8 are inside N'; otherwise element by element (tinfer_bf16_epi_store),
+ * stopping at N'. The caller checks m < M and j0 < N'. */
+static __device__ __forceinline__ void tinfer_bf16_epi_store8(const tinfer_epi8 &e, const tinfer_gemm_bf16_args &a, int64_t m,
+                                                              int64_t j0, float (&v)[8], const float (&u)[8]) {
+    if (!e.v16 || j0 + 8 > e.nout) {
+        for (int k = 0; k < 8 && j0 + k < e.nout; k++) tinfer_bf16_epi_store(a, m, j0 + k, v[k], u[k]);
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        float x = v[k];
+        if (e.bias) x += tinfer_bf16f(e.bias[j0 + k]);
+        if (e.sw) {
+            const float y = u[k] + (e.bias ? tinfer_bf16f(e.bias[e.F + j0 + k]) : 0.f);
+            x = x / (1.0f + __expf(-x)) * y;
+        }
+        v[k] = x;
+    }
+    if (e.f32) {
+        float *y = (float *)e.Y + m * e.ldy + j0;
+        if (e.R) {
+            const float *rp = (const float *)e.R + m * e.ldr + j0;
+            const float4 r0 = *(const float4 *)rp, r1 = *(const float4 *)(rp + 4);
+            v[0] += r0.x; v[1] += r0.y; v[2] += r0.z; v[3] += r0.w; v[4] += r1.x; v[5] += r1.y; v[6] += r1.z; v[7] += r1.w;
+        }
+        *(float4 *)y = make_float4(v[0], v[1], v[2], v[3]);
+        *(float4 *)(y + 4) = make_float4(v[4], v[5], v[6], v[7]);
+    } else {
+        if (e.R) {
+            const uint4 rv = *(const uint4 *)((const uint16_t *)e.R + m * e.ldr + j0);
+            v[0] += tinfer_bf16_lo(rv.x); v[1] += tinfer_bf16_hi(rv.x); v[2] += tinfer_bf16_lo(rv.y); v[3] += tinfer_bf16_hi(rv.y);
+            v[4] += tinfer_bf16_lo(rv.z); v[5] += tinfer_bf16_hi(rv.z); v[6] += tinfer_bf16_lo(rv.w); v[7] += tinfer_bf16_hi(rv.w);
+        }
+        uint4 o;
+        o.x = (uint32_t)tinfer_f2bf16(v[0]) | ((uint32_t)tinfer_f2bf16(v[1]) << 16);
+        o.y = (uint32_t)tinfer_f2bf16(v[2]) | ((uint32_t)tinfer_f2bf16(v[3]) << 16);
+        o.z = (uint32_t)tinfer_f2bf16(v[4]) | ((uint32_t)tinfer_f2bf16(v[5]) << 16);
+        o.w = (uint32_t)tinfer_f2bf16(v[6]) | ((uint32_t)tinfer_f2bf16(v[7]) << 16);
+        *(uint4 *)((uint16_t *)e.Y + m * e.ldy + j0) = o;
+    }
+}
+
 /* Host side: may pairs (j even) of Y / R be stored as one 4/8-byte access? */
 static inline bool tinfer_bf16_epi_vec_ok(const tinfer_gemm_bf16_args &a) {
     const size_t es = a.y_dtype == TINFER_DTYPE_F32 ? 8 : 4;
