@@ -18,7 +18,9 @@
  * cuBLAS at M = 1..64; not part of all), wsplit (rung 03's split-K: each tile width x split
  * factor forced at M = 16..2048 where tiles are few, vs its own pick, rung 04, the dispatcher, cuBLAS
  * and cublasLt; not part of all), skinny (rung 05, the operand-swapped wgmma kernel, at M = 1..128 with each
- * split factor forced, vs the dispatcher, rung 03 and both references; not part of all), trace (builds
+ * split factor forced, vs the dispatcher, rung 03 and both references; not part of all), tiny (rung
+ * 06 on the SmolLM2 weights with K = 576 at M = 16..2048, token tile and cluster forced or picked,
+ * vs the dispatcher and both references; not part of all), trace (builds
  * configured with -DTINFER_WS_TRACE=ON only: rung 03's per-CTA phase timestamps on a few shapes, see
  * gemm/tc/ws_trace.cuh), all (default: ladder, square, model).
  * Method (METHOD.md): inputs are random BF16 (never zeros), each kernel's output is checked
@@ -274,6 +276,7 @@ static const char *kname(int k) {
     case 23: return "read_early";
     case 40: return "split_auto";
     case 41: return "skinny";
+    case 42: return "tiny";
     case 1: return "gemv01_thread";
     case 2: return "gemv02_warp";
     case 3: return "gemv03_vector";
@@ -311,6 +314,11 @@ static const char *kname(int k) {
     if (k >= 300 && k < 400) { /* rung 05 forced: 300 + 10 * split factor + token tile code (8 << code) */
         static char nb[32];
         snprintf(nb, sizeof nb, "sk%d_k%d", 8 << (k % 10), (k - 300) / 10);
+        return nb;
+    }
+    if (k >= 400 && k < 500) { /* rung 06 forced: 400 + 10 * cluster (0: auto) + token tile code (1: 16, 2: 32) */
+        static char nb[32];
+        snprintf(nb, sizeof nb, "tiny%d_c%d", k % 10 == 1 ? 16 : 32, (k - 400) / 10);
         return nb;
     }
     if (k >= 100 && k < 130) { /* rung 04 forced: 100 + 10 * tile config + split factor */
@@ -423,6 +431,11 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             }
             else if (k == 40) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_MMA_SPLITK, &a, g_s, &err);
             else if (k == 41) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_SKINNY, &a, g_s, &err);
+            else if (k == 42) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_TINY, &a, g_s, &err);
+            else if (k >= 400 && k < 500) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, k % 10 == 1 ? 16 : 32, (k - 400) / 10, g_s, &err);
+            }
             else if (k >= 300 && k < 400) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_skinny(&a, 8 << (k % 10), (k - 300) / 10, g_s, &err);
@@ -651,7 +664,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--w-static")) g_w_static = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -660,7 +673,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         }
     }
     {
-        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny",
+        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny",
 #ifdef TINFER_WS_TRACE
                                            "trace"
 #endif
@@ -735,6 +748,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 if (M <= 64 && s.K <= 1024) ks.push_back(24); /* rung 08 (passes of 8 or 16 tokens) */
                 ks.push_back(13);
                 if (M <= 128) ks.push_back(41); /* rung 05, the skinny kernel */
+                if (M >= 16 && s.N <= 4096 && s.K <= 1024) ks.push_back(42); /* rung 06 (SmolLM2 layer weights, K = 576) */
                 if (strstr(s.n, "gateup")) ks.push_back(21);
                 if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
                 bench_shape(rs, "model", s.n, M, s.N, s.K, ks);
@@ -828,6 +842,18 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                     if (f == 1 || tiles * f <= 3 * prop.multiProcessorCount) ks.push_back(300 + 10 * f + code);
                 for (int c = 0; c < code; c++) ks.push_back(310 + c); /* smaller token tiles, unsplit */
                 bench_shape(rs, "skinny", s.n, M, s.N, s.K, ks);
+            }
+    }
+    if (!strcmp(set, "tiny")) {
+        /* rung 06 (one 64-row tile per CTA, W multicast over the token tiles) on the SmolLM2
+         * layer weights whose K fits it, token tile and cluster forced or picked, against the
+         * dispatcher and both references */
+        const struct { const char *n; int64_t N, K; } ms[] = {{"smol_qkv", 960, 576}, {"smol_o", 576, 576}, {"smol_gateup", 3072, 576}};
+        for (const auto &s : ms)
+            for (int64_t M : {16, 32, 64, 128, 256, 512, 2048}) {
+                std::vector<int> ks = {0, 9, 20, 42, 401, 402, 411, 412};
+                if (strstr(s.n, "_o")) ks.push_back(22);
+                bench_shape(rs, "tiny", s.n, M, s.N, s.K, ks);
             }
     }
     if (!strcmp(set, "wsplit")) {

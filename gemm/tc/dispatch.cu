@@ -3,7 +3,9 @@
  * entry (tinfer_gemm_bf16_tc) and the one call the runtime makes (tinfer_gemm_bf16), which
  * picks the decode GEMV or the prefill GEMM from the shape.
  *
- * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M, or M <= TINFER_GEMM_BF16_SMALL_W_MAX_M with at most
+ * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M -> the decode GEMV; else on sm_90, where rung 06 (one
+ * 64-output tile per CTA, tinfer_gemm_bf16_tiny_pick) takes the shape, the GEMM path with it;
+ * else M <= TINFER_GEMM_BF16_SMALL_W_MAX_M with at most
  * TINFER_GEMM_BF16_SMALL_W_TRAFFIC bytes of weight read over the GEMV's 16-token passes (bf16.h)
  * -> the decode GEMV (rung 05, split-K mma fed by
  * cp.async; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 08 (rung 04 on a persistent grid)
@@ -11,7 +13,7 @@
  * to TINFER_GEMV_BF16_STREAM_PASS_MAX_M tokens while the weight re-read per 16-token pass stays
  * within TINFER_GEMV_BF16_STREAM_PASS_TRAFFIC, and for short wide weights on a forced GEMV path;
  * every call rung 08 takes goes to the GEMV path);
- * otherwise the GEMM path: on sm_90, rung 05 (wgmma with the
+ * otherwise the GEMM path: on sm_90, rung 06 where it takes the shape, rung 05 (wgmma with the
  * operands swapped) for M <= TINFER_GEMM_BF16_SKINNY_MAX_M and weights of at least
  * TINFER_GEMM_BF16_SKINNY_MIN_W bytes, else the split-K mma.sync kernel (rung 04: rung 02's small tiles with K split
  * over a thread-block cluster, its own split pick) when the wgmma kernel's 128 x 256 tiles would
@@ -22,7 +24,7 @@
  * wgmma kernel (rung 03, which picks its own tile width and, for few tiles and long K, its split-K
  * factor); the WMMA kernel off sm_90. The thresholds come from the
  * sweeps recorded in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=
- * gemv|gemm forces the path for AUTO calls, =mma|split|wgmma|skinny|wmma the GEMM path with that rung; an
+ * gemv|gemm forces the path for AUTO calls, =mma|split|wgmma|skinny|tiny|wmma the GEMM path with that rung; an
  * explicit path argument overrides the path (the rung switch still applies to the GEMM path).
  */
 #include "gemm/bf16.h"
@@ -87,13 +89,15 @@ extern "C" tinfer_status tinfer_gemm_bf16_tc(tinfer_gemm_bf16_kernel kernel, con
     case TINFER_GEMM_BF16_MMA_SPLITK:
         return tinfer_gemm_bf16_mma_split(a, TINFER_GEMM_BF16_MMA_CFG_AUTO, TINFER_GEMM_BF16_MMA_SPLIT_AUTO, stream, err);
     case TINFER_GEMM_BF16_WGMMA_SKINNY: return tinfer_gemm_bf16_skinny(a, 0, 0, stream, err);
+    case TINFER_GEMM_BF16_WGMMA_TINY: return tinfer_gemm_bf16_tiny(a, 0, 0, stream, err);
     }
     return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown kernel %d", (int)kernel);
 }
 
 /* TINFER_GEMM_FORCE, read once: 0 none, 1 gemv, 2 gemm, 3 gemm with rung 02 (mma), 4 with rung
  * 03 (wgmma), 5 with rung 01 (wmma), 6 with rung 04 (split: mma.sync split-K over a cluster), 7
- * with rung 05 (skinny: wgmma with the operands swapped). */
+ * with rung 05 (skinny: wgmma with the operands swapped), 8 with rung 06 (tiny: 05's form, one
+ * tile per CTA, W multicast over token tiles). */
 static int gemm_force(void) {
     static int cached = -1;
     if (cached < 0) {
@@ -106,6 +110,7 @@ static int gemm_force(void) {
                  : !strcmp(s, "wmma")  ? 5
                  : !strcmp(s, "split") ? 6
                  : !strcmp(s, "skinny") ? 7
+                 : !strcmp(s, "tiny")  ? 8
                                        : 0;
     }
     return cached;
@@ -133,9 +138,11 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
     if (f == 5) return TINFER_GEMM_BF16_WMMA;
     if (f == 6) return TINFER_GEMM_BF16_MMA_SPLITK;
     if (f == 7) return TINFER_GEMM_BF16_WGMMA_SKINNY;
+    if (f == 8) return TINFER_GEMM_BF16_WGMMA_TINY;
     int major, n_sm;
     device_info(&major, &n_sm);
     if (major != 9) return TINFER_GEMM_BF16_WMMA;
+    if (tinfer_gemm_bf16_tiny_pick(a->M, tinfer_gemm_bf16_nout(*a), a->K, a->swiglu, n_sm)) return TINFER_GEMM_BF16_WGMMA_TINY;
     if (a->M <= TINFER_GEMM_BF16_SKINNY_MAX_M && a->N * a->K * 2 >= TINFER_GEMM_BF16_SKINNY_MIN_W)
         return TINFER_GEMM_BF16_WGMMA_SKINNY;
     const int64_t nout = tinfer_gemm_bf16_nout(*a);
@@ -165,6 +172,11 @@ extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, i
     if (f == 1) return TINFER_GEMM_BF16_PATH_GEMV;
     if (f >= 2) return TINFER_GEMM_BF16_PATH_GEMM;
     if (M <= TINFER_GEMM_BF16_GEMV_MAX_M) return TINFER_GEMM_BF16_PATH_GEMV;
+    { /* rung 06 before rung 08 (bf16.h); SwiGLU is not known here: N counted as plain outputs */
+        int major, n_sm;
+        device_info(&major, &n_sm);
+        if (major == 9 && tinfer_gemm_bf16_tiny_pick(M, N, K, 0, n_sm)) return TINFER_GEMM_BF16_PATH_GEMM;
+    }
     if (stream_rung(M, N, K)) return TINFER_GEMM_BF16_PATH_GEMV;
     if (M <= TINFER_GEMM_BF16_SMALL_W_MAX_M && (M + 15) / 16 * N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_TRAFFIC)
         return TINFER_GEMM_BF16_PATH_GEMV;

@@ -73,7 +73,8 @@ typedef struct test_case {
 /* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
  * tile configuration id (72, 128, 144, 256, TINFER_GEMM_BF16_WGMMA_CFG_PP128 or _72MC) + 1000 x split-K factor, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
  * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id], 'k' = rung 05 with token tile id % 100 and
- * split factor id / 100; any kind with w_static = 1 runs with args.w_static = 1 */
+ * split factor id / 100, 'y' = rung 06 with token tile id % 100 and cluster id / 100; any kind with
+ * w_static = 1 runs with args.w_static = 1 */
 typedef struct runner {
     char kind;
     int id;
@@ -113,6 +114,10 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a0, c
     if (r->kind == 'k') { /* rung 05 with token tile id % 100 and split factor id / 100 forced */
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
         return st != TINFER_OK ? st : tinfer_gemm_bf16_skinny(a, r->id % 100, r->id / 100 ? r->id / 100 : 1, s, err);
+    }
+    if (r->kind == 'y') { /* rung 06 with token tile id % 100 and cluster id / 100 forced */
+        const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
+        return st != TINFER_OK ? st : tinfer_gemm_bf16_tiny(a, r->id % 100, r->id / 100, s, err);
     }
     if (r->kind == 'm') {
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
@@ -484,23 +489,50 @@ static void skinny_pick(void) {
     }
 }
 
-/* The dispatcher's path choice (host arithmetic, no device): the decode GEMV up to
- * TINFER_GEMM_BF16_GEMV_MAX_M tokens, beyond that only while the weight re-read once per 16-token
- * pass stays within TINFER_GEMM_BF16_SMALL_W_TRAFFIC, or for GEMV rung 08's short rows (up to
+/* Rung 06's pick (host arithmetic, 132 SMs): 16-token tiles while their CTAs (64-output row tiles
+ * x token tiles) fit one per SM and K fits, else 32-token tiles while two per SM, else none. */
+static void tiny_pick(void) {
+    struct { int64_t M, nout, K; int sw, n_sm, want; } cs[] = {
+        {16, 960, 576, 0, 132, 16},    {128, 960, 576, 0, 132, 16},  /* SmolLM2 QKV: 15 and 120 CTAs */
+        {256, 960, 576, 0, 132, 32},   {512, 960, 576, 0, 132, 32},  /* 240 at 16 tokens; 120 / 240 at 32 */
+        {1024, 960, 576, 0, 132, 0},   {64, 3072, 576, 0, 132, 32},  /* 480 at 32; gate/up 192 at 16 */
+        {128, 3072, 576, 0, 132, 32},  {256, 3072, 576, 0, 132, 0},  /* 192 / 384 at 32 */
+        {64, 1536, 576, 1, 132, 16},   {16, 576, 1408, 0, 132, 16},  /* fused gate/up: 24 row tiles; 22 k-blocks */
+        {256, 1536, 576, 1, 132, 0},   {128, 1536, 576, 1, 132, 32}, /* SwiGLU CTAs: one per SM (192 / 96 at 32) */
+        {128, 576, 1152, 0, 132, 16},  {512, 576, 1152, 0, 132, 0},  /* 18 k-blocks at 32 tokens: one per SM */
+        {16, 576, 1416, 0, 132, 0},    {16, 576, 1536, 0, 132, 0},   /* 23 k-blocks; SmolLM2 down */
+        {16, 576, 768, 1, 132, 16},    {16, 576, 776, 1, 132, 0},    /* SwiGLU holds 12 k-blocks */
+        {16, 6144, 4096, 0, 132, 0},   {32, 49152, 576, 0, 132, 0},  /* Llama QKV; SmolLM2 LM head */
+        {16, 960, 576, 0, 0, 0},                                     /* no device */
+    };
+    for (const auto &c : cs) {
+        const int32_t bt = tinfer_gemm_bf16_tiny_pick(c.M, c.nout, c.K, c.sw, c.n_sm);
+        const bool ok = bt == c.want;
+        printf("%s tiny pick M=%lld N'=%lld K=%lld%s on %d SMs: %d (want %d)\n", ok ? "ok  " : "FAIL", (long long)c.M,
+               (long long)c.nout, (long long)c.K, c.sw ? " swiglu" : "", c.n_sm, (int)bt, c.want);
+        if (!ok) g_fail++;
+    }
+}
+
+/* The dispatcher's path choice (host arithmetic on the current device's facts): the decode GEMV
+ * up to TINFER_GEMM_BF16_GEMV_MAX_M tokens; on sm_90 the GEMM path where rung 06 takes the shape;
+ * beyond that the GEMV only while the weight re-read once per 16-token pass stays within
+ * TINFER_GEMM_BF16_SMALL_W_TRAFFIC, or for GEMV rung 08's short rows (up to
  * TINFER_GEMV_BF16_STREAM_MAX_M tokens, or _STREAM_PASS_MAX_M within _STREAM_PASS_TRAFFIC; bf16.h).
- * Skipped under TINFER_GEMM_FORCE. */
-static void path_choice(void) {
+ * t = whether the device is an sm_90 with at least 96 SMs (rung 06 takes the t cases below from 96
+ * SMs on; without sm_90 it takes nothing). Skipped under TINFER_GEMM_FORCE. */
+static void path_choice(bool t) {
     if (getenv("TINFER_GEMM_FORCE")) return;
     const tinfer_gemm_bf16_path V = TINFER_GEMM_BF16_PATH_GEMV, G = TINFER_GEMM_BF16_PATH_GEMM;
     struct { const char *what; int64_t M, N, K; tinfer_gemm_bf16_path want; } cs[] = {
         {"Llama QKV", 1, 6144, 4096, V},        {"Llama QKV", TINFER_GEMM_BF16_GEMV_MAX_M, 6144, 4096, V},
         {"Llama QKV", TINFER_GEMM_BF16_GEMV_MAX_M + 1, 6144, 4096, G},
-        {"SmolLM2 gate/up", 16, 3072, 576, V},  /* one pass: 3.5 MB */
-        {"SmolLM2 gate/up", 32, 3072, 576, V},  /* rung 08, two passes: 7 MB */
+        {"SmolLM2 gate/up", 16, 3072, 576, t ? G : V},  /* rung 06; else one rung 08 pass: 3.5 MB */
+        {"SmolLM2 gate/up", 32, 3072, 576, t ? G : V},  /* rung 06; else rung 08, two passes: 7 MB */
         {"SmolLM2 gate/up", 64, 3072, 576, G},  /* four passes: 14 MB */
-        {"SmolLM2 down", 32, 576, 1536, V},     /* two passes: 3.5 MB */
+        {"SmolLM2 down", 32, 576, 1536, V},     /* two passes: 3.5 MB (K too long for rung 06) */
         {"SmolLM2 down", 33, 576, 1536, G},     /* K > 1024: not rung 08 */
-        {"SmolLM2 QKV", TINFER_GEMV_BF16_STREAM_PASS_MAX_M, 960, 576, V}, /* rung 08, 4 passes: 4.4 MB */
+        {"SmolLM2 QKV", TINFER_GEMV_BF16_STREAM_PASS_MAX_M, 960, 576, t ? G : V}, /* rung 06; else rung 08, 4 passes: 4.4 MB */
         {"SmolLM2 QKV", TINFER_GEMV_BF16_STREAM_PASS_MAX_M + 1, 960, 576, G},
         {"SmolLM2 O", 2048, 576, 576, G},
         {"SmolLM2 LM head", 1, 49152, 576, V}, /* rung 08 */
@@ -521,12 +553,13 @@ int main(int argc, char **argv) {
     if (argc > 2) g_only = argv[2];
     tinfer_device_info info;
     tinfer_err err;
+    tinfer_status st = tinfer_device_probe(0, &info, &err);
     /* host-only checks first: they run (and can fail) on a machine without a GPU too */
-    path_choice();
+    path_choice(st == TINFER_OK && info.cc_major == 9 && info.n_sm >= 96);
     check_args_host();
     split_pick();
     skinny_pick();
-    tinfer_status st = tinfer_device_probe(0, &info, &err);
+    tiny_pick();
     if (st == TINFER_ERR_NO_DEVICE) {
         printf("skip: %s (host checks: %d failed)\n", err.msg, g_fail);
         return g_fail ? 1 : 77;
@@ -575,6 +608,13 @@ int main(int argc, char **argv) {
                                {'t', 5, "skinny"},        {'k', 8, "skinny8"},       {'k', 16, "skinny16"},
                                {'k', 32, "skinny32"},     {'k', 64, "skinny64"},     {'k', 300 + 16, "skinny16/k3"},
                                {'k', 200 + 64, "skinny64/k2"}, {'k', 800 + 8, "skinny8/k8"}, {'k', 500 + 32, "skinny32/k5"},
+                               /* rung 06 (tiny: one 64-row tile per CTA, W multicast over a cluster of
+                                * token tiles): entry (auto), token tile x cluster forced (id = tile +
+                                * 100 x cluster; clusters wider than the token tiles hold empty CTAs);
+                                * K past what fits is skipped as unsupported */
+                               {'t', 6, "tiny"},          {'y', 116, "tiny16/c1"},   {'y', 216, "tiny16/c2"},
+                               {'y', 816, "tiny16/c8"},   {'y', 132, "tiny32/c1"},   {'y', 432, "tiny32/c4"},
+                               {'t', 6, "tiny/wstatic", 1}, {'y', 816, "tiny16/c8/wstatic", 1},
                                /* args.w_static: rungs 02 / 04 issue their first stages' W loads before
                                 * the PDL wait (PDL is on at K <= 2048); rungs 03 / 05 ignore it */
                                {'t', 3, "wgmma/wstatic", 1}, {'w', 144, "wgmma144/wstatic", 1},
@@ -670,6 +710,17 @@ int main(int argc, char **argv) {
         {2048, 576, 1536, BF, 0, 0, 0, 1}, {512, 576, 1536, BF, 1, 1, 0, 1},  {300, 2 * 576, 1536, BF, 1, 0, 1, 1},
         {128, 576, 1024, BF, 1, 1, 0, 1},  {64, 2 * 576, 1024, BF, 0, 0, 1, 1}, {130, 136, 136, BF, 0, 0, 0, 1},
         {130, 100, 136, BF, 1, 0, 0, 1},   {200, 2 * 580, 200, F, 1, 1, 1},    {100, 2 * 136, 520, BF, 1, 0, 1, 1},
+        /* one token tile and more 128-row tiles than CTAs (157 / 141 / 313 / 157 on 132 SMs):
+         * rung 05's persistent CTAs walk several tiles through the ring; k-blocks not a multiple
+         * of the stage's (9 of 2), SwiGLU, ragged N, every token tile (M = 8 / 16 / 32 / 64 under
+         * skinny8..64) */
+        {8, 20000, 72, BF, 1, 0, 0, 1},    {16, 2 * 9000, 136, BF, 1, 0, 1, 1}, {32, 40000, 576, F, 0, 1, 0},
+        {64, 20004, 520, BF, 1, 1, 0, 1},  {5, 20000, 1000, BF, 0, 0, 0},
+        /* rung 06: 7 / 9 token tiles in clusters of 8 (empty CTAs in the last cluster), SwiGLU
+         * with bias, the longest K that fits at 16 tokens (22 k-blocks) with an FP32 residual,
+         * and one past it (skipped as unsupported there) */
+        {100, 960, 576, BF, 0, 0, 0, 1},   {130, 2 * 600, 576, BF, 1, 0, 1, 1}, {48, 576, 1408, F, 0, 1, 0},
+        {33, 300, 1416, BF, 0, 0, 0},
     };
     for (const auto &c : pcases) {
         if (gemv_only) break;

@@ -24,7 +24,9 @@
  * and the persistent kernel with 128 x 256 tiles forced; and on rung 05 (skinny, ids 32 / 33): its own
  * pick (split 8 over a cluster: 8 tiles) and unsplit; and on rungs 04 / 02 (mma.sync, ids 34 / 35): rung
  * 04's own pick (split-K over a cluster) and rung 02 (no split); and on rung 03 in 128 x 72 tiles
- * whose clusters of 2 multicast X (id 36). Every rung but 04 (GEMV) also
+ * whose clusters of 2 multicast X (id 36); and on rung 06 (tiny, ids 37 / 38, K = 576): its own pick
+ * and 16-token tiles in clusters of 8 multicasting W (W loads before the wait under args.w_static).
+ * Every rung but 04 (GEMV) also
  * runs with args.w_static and a new X: GEMV rungs 05 / 06 and prefill rungs 02 / 04 then issue
  * their first stages' W loads before the wait and must still see the new X (the TMA rungs ignore
  * the flag and must too).
@@ -211,11 +213,12 @@ int main(void) {
     /* 4, 5, 6: decode rungs; 30: rung 03 with its own pick (split-K here), 31: rung 03 persistent
      * 128 x 256 (no split); 32 / 33: prefill rung 05 with its own pick (split) / unsplit; 34 / 35:
      * prefill rung 04 with its own pick (split) / rung 02 (runs without PDL off sm_90); 36: rung 03
-     * in 72-wide tiles with X multicast over clusters of 2. The result lines say "rung 30..36". */
-    for (int kernel : {4, 5, 6, 8, 30, 31, 32, 33, 34, 35, 36}) {
-        /* rung 08 takes short rows only (K <= 1024; longer ones run rung 04): its K is 576, with
-         * the same row strides */
-        const int64_t kd = kernel == 8 ? 576 : K_DIM;
+     * in 72-wide tiles with X multicast over clusters of 2; 37 / 38: prefill rung 06 with its own
+     * pick / 16-token tiles in clusters of 8 (W multicast). The result lines say "rung 30..38". */
+    for (int kernel : {4, 5, 6, 8, 30, 31, 32, 33, 34, 35, 36, 37, 38}) {
+        /* rungs 08 and 06 take short rows only (rung 08: K <= 1024, longer ones run rung 04;
+         * rung 06: every k-block in shared memory): their K is 576, with the same row strides */
+        const int64_t kd = kernel == 8 || kernel >= 37 ? 576 : K_DIM;
         if (kernel != 5 && kernel != 4 && kernel != 8 && kernel != 35 && !sm90) {
             printf("skip kernel %d: needs sm_90\n", kernel);
             continue;
@@ -265,6 +268,8 @@ int main(void) {
                             : kernel == 34 ? tinfer_gemm_bf16_mma_split(&a, TINFER_GEMM_BF16_MMA_CFG_AUTO, TINFER_GEMM_BF16_MMA_SPLIT_AUTO, s, &err)
                             : kernel == 35 ? tinfer_gemm_bf16_mma(&a, TINFER_GEMM_BF16_MMA_CFG_AUTO, s, &err)
                             : kernel == 36 ? tinfer_gemm_bf16_wgmma_ws_split(&a, TINFER_GEMM_BF16_WGMMA_CFG_72MC, 1, s, &err)
+                            : kernel == 37 ? tinfer_gemm_bf16_tiny(&a, 0, 0, s, &err)
+                            : kernel == 38 ? tinfer_gemm_bf16_tiny(&a, 16, 8, s, &err)
                                            : tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)kernel, &a, s, &err);
                         if (rs != TINFER_OK) {
                             printf("FAIL rung %02d: %s\n", kernel, err.msg);
