@@ -235,6 +235,13 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMM_BF16_TINY_CTAS16_PER_SM 1
 #define TINFER_GEMM_BF16_TINY_CTAS32_PER_SM 2
 #define TINFER_GEMM_BF16_TINY_CLUSTER 1
+/* Rung 06 splits K over a cluster of up to this many CTAs when one CTA cannot hold all of it
+ * (SmolLM2 down, K = 1536: 24 k-blocks), as widely as the CTA count of the rule above allows (the
+ * split's CTAs count). H200 session 10 run 8, SmolLM2 down, graph us, 16-token tiles split 2 / 3 /
+ * 4 (32-token tiles): M = 16 3.57 / 3.25 / 3.08, M = 32 3.63 / 3.44 / 3.33, M = 64 4.00 / 3.48 /
+ * 3.71 (144 CTAs), M = 128 (4.74 / 4.51 / 4.39); the pick then (decode GEMV, rung 04) 4.64 / 5.46 /
+ * 5.33 / 5.94 and the faster of cuBLAS / cublasLt 4.79 / 4.76 / 4.79 / 4.90. */
+#define TINFER_GEMM_BF16_TINY_MAX_SPLIT 4
 #define TINFER_GEMM_BF16_SKINNY_MIN_W ((int64_t)16 << 20)
 
 /* AUTO takes the decode GEMV path when M <= TINFER_GEMM_BF16_GEMV_MAX_M, or when M <=

@@ -19,7 +19,7 @@
  * factor forced at M = 16..2048 where tiles are few, vs its own pick, rung 04, the dispatcher, cuBLAS
  * and cublasLt; not part of all), skinny (rung 05, the operand-swapped wgmma kernel, at M = 1..128 with each
  * split factor forced, vs the dispatcher, rung 03 and both references; not part of all), tiny (rung
- * 06 on the SmolLM2 weights with K = 576 at M = 16..2048, token tile and cluster forced or picked,
+ * 06 on the SmolLM2 layer weights at M = 16..2048, token tile, cluster and split forced or picked,
  * vs the dispatcher and both references; not part of all), trace (builds
  * configured with -DTINFER_WS_TRACE=ON only: rung 03's per-CTA phase timestamps on a few shapes, see
  * gemm/tc/ws_trace.cuh), all (default: ladder, square, model).
@@ -321,6 +321,11 @@ static const char *kname(int k) {
         snprintf(nb, sizeof nb, "tiny%d_c%d", k % 10 == 1 ? 16 : 32, (k - 400) / 10);
         return nb;
     }
+    if (k >= 500 && k < 600) { /* rung 06 split forced: 500 + 10 * split factor + token tile code (1: 16, 2: 32) */
+        static char nb[32];
+        snprintf(nb, sizeof nb, "tiny%d_k%d", k % 10 == 1 ? 16 : 32, (k - 500) / 10);
+        return nb;
+    }
     if (k >= 100 && k < 130) { /* rung 04 forced: 100 + 10 * tile config + split factor */
         static const char *nm[3][9] = {
             {"", "", "split64x64/2", "", "split64x64/4", "", "", "", "split64x64/8"},
@@ -434,7 +439,11 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             else if (k == 42) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_TINY, &a, g_s, &err);
             else if (k >= 400 && k < 500) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
-                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, k % 10 == 1 ? 16 : 32, (k - 400) / 10, g_s, &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, k % 10 == 1 ? 16 : 32, (k - 400) / 10, 0, g_s, &err);
+            }
+            else if (k >= 500 && k < 600) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, k % 10 == 1 ? 16 : 32, 1, (k - 500) / 10, g_s, &err);
             }
             else if (k >= 300 && k < 400) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
@@ -748,7 +757,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 if (M <= 64 && s.K <= 1024) ks.push_back(24); /* rung 08 (passes of 8 or 16 tokens) */
                 ks.push_back(13);
                 if (M <= 128) ks.push_back(41); /* rung 05, the skinny kernel */
-                if (M >= 16 && s.N <= 4096 && s.K <= 1024) ks.push_back(42); /* rung 06 (SmolLM2 layer weights, K = 576) */
+                if (M >= 16 && strstr(s.n, "smol") && !strstr(s.n, "lmhead")) ks.push_back(42); /* rung 06 (SmolLM2 layer weights) */
                 if (strstr(s.n, "gateup")) ks.push_back(21);
                 if (strstr(s.n, "down") || strstr(s.n, "_o")) ks.push_back(22);
                 bench_shape(rs, "model", s.n, M, s.N, s.K, ks);
@@ -848,11 +857,14 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         /* rung 06 (one 64-row tile per CTA, W multicast over the token tiles) on the SmolLM2
          * layer weights whose K fits it, token tile and cluster forced or picked, against the
          * dispatcher and both references */
-        const struct { const char *n; int64_t N, K; } ms[] = {{"smol_qkv", 960, 576}, {"smol_o", 576, 576}, {"smol_gateup", 3072, 576}};
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"smol_qkv", 960, 576}, {"smol_o", 576, 576}, {"smol_gateup", 3072, 576}, {"smol_down", 576, 1536}};
         for (const auto &s : ms)
             for (int64_t M : {16, 32, 64, 128, 256, 512, 2048}) {
-                std::vector<int> ks = {0, 9, 20, 42, 401, 402, 411, 412};
-                if (strstr(s.n, "_o")) ks.push_back(22);
+                std::vector<int> ks = {0, 9, 20, 42};
+                if (s.K <= 1024) ks.insert(ks.end(), {401, 402, 411, 412});
+                else ks.insert(ks.end(), {521, 531, 541, 522, 532, 542}); /* K split over 2 / 3 / 4 CTAs */
+                if (strstr(s.n, "_o") || strstr(s.n, "down")) ks.push_back(22);
                 bench_shape(rs, "tiny", s.n, M, s.N, s.K, ks);
             }
     }

@@ -118,15 +118,18 @@ static inline cudaError_t tinfer_tc_max_clusters(const void *func, unsigned thre
 }
 
 /* Rung 6 (06_wgmma_tiny.cu, sm_90a): one 64-output tile x bt tokens (16 or 32; 0 = the pick's)
- * per CTA, all k-blocks in shared memory at once (K up to tinfer_gemm_bf16_tiny_max_k, else
- * TINFER_ERR_UNSUPPORTED), the W tile multicast over a cluster of `cluster` token tiles (1, 2, 4,
- * 8; 0 = TINFER_GEMM_BF16_TINY_CLUSTER). The caller has run tinfer_gemm_bf16_check. */
-tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, cudaStream_t s, tinfer_err *err);
-/* The longest K rung 6 holds with bt-token tiles (SwiGLU: two W slabs per k-block). */
+ * per CTA, all of its k-blocks in shared memory at once, the W tile multicast over a cluster of
+ * `cluster` token tiles (1, 2, 4, 8; 0 = TINFER_GEMM_BF16_TINY_CLUSTER), or K split over a
+ * cluster of ksplit CTAs (1..8, without multicast; 0 = the smallest that fits). A K that does not
+ * fit is TINFER_ERR_UNSUPPORTED. The caller has run tinfer_gemm_bf16_check. */
+tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit, cudaStream_t s,
+                                    tinfer_err *err);
+/* The longest K one rung-6 CTA holds with bt-token tiles (SwiGLU: two W slabs per k-block). */
 int64_t tinfer_gemm_bf16_tiny_max_k(int32_t bt, int32_t swiglu);
-/* Rung 6's token tile for a call (16 or 32), or 0 where it does not take it (bf16.h,
- * TINFER_GEMM_BF16_TINY_CTAS16_PER_SM); n_sm: the device's SMs (0: none, no pick). Host only. */
-int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm);
+/* Rung 6's token tile for a call (16 or 32) and its split-K factor (*ksplit, if not NULL), or 0
+ * where it does not take it (bf16.h, TINFER_GEMM_BF16_TINY_CTAS16_PER_SM); n_sm: the device's SMs
+ * (0: none, no pick). Host only. */
+int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm, int32_t *ksplit);
 /* Rung 5 (05_wgmma_skinny.cu, sm_90a): the skinny GEMM with the operands swapped, W as wgmma's
  * 64-row A operand and bt tokens as its N (8, 16, 32 or 64; 0 = the smallest that holds M, 64
  * above); ksplit 1..8 = a cluster of that many CTAs per tile sharing its k-blocks (lowered so

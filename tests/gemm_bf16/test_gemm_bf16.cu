@@ -73,8 +73,8 @@ typedef struct test_case {
 /* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
  * tile configuration id (72, 128, 144, 256, TINFER_GEMM_BF16_WGMMA_CFG_PP128 or _72MC) + 1000 x split-K factor, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
  * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id], 'k' = rung 05 with token tile id % 100 and
- * split factor id / 100, 'y' = rung 06 with token tile id % 100 and cluster id / 100; any kind with
- * w_static = 1 runs with args.w_static = 1 */
+ * split factor id / 100, 'y' = rung 06 with token tile id % 100, cluster id / 100 % 10 and split
+ * factor id / 1000 (0: its own); any kind with w_static = 1 runs with args.w_static = 1 */
 typedef struct runner {
     char kind;
     int id;
@@ -115,9 +115,9 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a0, c
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
         return st != TINFER_OK ? st : tinfer_gemm_bf16_skinny(a, r->id % 100, r->id / 100 ? r->id / 100 : 1, s, err);
     }
-    if (r->kind == 'y') { /* rung 06 with token tile id % 100 and cluster id / 100 forced */
+    if (r->kind == 'y') { /* rung 06: token tile id % 100, cluster id / 100 % 10, split-K factor id / 1000 */
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
-        return st != TINFER_OK ? st : tinfer_gemm_bf16_tiny(a, r->id % 100, r->id / 100, s, err);
+        return st != TINFER_OK ? st : tinfer_gemm_bf16_tiny(a, r->id % 100, r->id / 100 % 10, r->id / 1000, s, err);
     }
     if (r->kind == 'm') {
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
@@ -490,26 +490,30 @@ static void skinny_pick(void) {
 }
 
 /* Rung 06's pick (host arithmetic, 132 SMs): 16-token tiles while their CTAs (64-output row tiles
- * x token tiles) fit one per SM and K fits, else 32-token tiles while two per SM, else none. */
+ * x token tiles x split factor) fit one per SM, else 32-token tiles while two per SM (fewer where
+ * their shared memory does not fit), else none; K split over the fewest CTAs that hold it. */
 static void tiny_pick(void) {
-    struct { int64_t M, nout, K; int sw, n_sm, want; } cs[] = {
-        {16, 960, 576, 0, 132, 16},    {128, 960, 576, 0, 132, 16},  /* SmolLM2 QKV: 15 and 120 CTAs */
-        {256, 960, 576, 0, 132, 32},   {512, 960, 576, 0, 132, 32},  /* 240 at 16 tokens; 120 / 240 at 32 */
-        {1024, 960, 576, 0, 132, 0},   {64, 3072, 576, 0, 132, 32},  /* 480 at 32; gate/up 192 at 16 */
-        {128, 3072, 576, 0, 132, 32},  {256, 3072, 576, 0, 132, 0},  /* 192 / 384 at 32 */
-        {64, 1536, 576, 1, 132, 16},   {16, 576, 1408, 0, 132, 16},  /* fused gate/up: 24 row tiles; 22 k-blocks */
-        {256, 1536, 576, 1, 132, 0},   {128, 1536, 576, 1, 132, 32}, /* SwiGLU CTAs: one per SM (192 / 96 at 32) */
-        {128, 576, 1152, 0, 132, 16},  {512, 576, 1152, 0, 132, 0},  /* 18 k-blocks at 32 tokens: one per SM */
-        {16, 576, 1416, 0, 132, 0},    {16, 576, 1536, 0, 132, 0},   /* 23 k-blocks; SmolLM2 down */
-        {16, 576, 768, 1, 132, 16},    {16, 576, 776, 1, 132, 0},    /* SwiGLU holds 12 k-blocks */
-        {16, 6144, 4096, 0, 132, 0},   {32, 49152, 576, 0, 132, 0},  /* Llama QKV; SmolLM2 LM head */
-        {16, 960, 576, 0, 0, 0},                                     /* no device */
+    struct { int64_t M, nout, K; int sw, n_sm, want, want_f; } cs[] = {
+        {16, 960, 576, 0, 132, 16, 1},    {128, 960, 576, 0, 132, 16, 1},  /* SmolLM2 QKV: 15 and 120 CTAs */
+        {256, 960, 576, 0, 132, 32, 1},   {512, 960, 576, 0, 132, 32, 1},  /* 240 at 16 tokens; 120 / 240 at 32 */
+        {1024, 960, 576, 0, 132, 0, 0},   {64, 3072, 576, 0, 132, 32, 1},  /* 480 at 32; gate/up 192 at 16 */
+        {128, 3072, 576, 0, 132, 32, 1},  {256, 3072, 576, 0, 132, 0, 0},  /* 192 / 384 at 32 */
+        {64, 1536, 576, 1, 132, 16, 1},   {16, 576, 1408, 0, 132, 16, 1},  /* fused gate/up: 24 row tiles; 22 k-blocks */
+        {256, 1536, 576, 1, 132, 0, 0},   {128, 1536, 576, 1, 132, 32, 1}, /* SwiGLU CTAs: one per SM (192 / 96 at 32) */
+        {128, 576, 1152, 0, 132, 16, 1},  {512, 576, 1152, 0, 132, 0, 0},  /* 18 k-blocks at 32 tokens: one per SM */
+        {16, 576, 1416, 0, 132, 16, 4},   {32, 576, 1536, 0, 132, 16, 4},  /* 23 / 24 k-blocks: split 4 (SmolLM2 down) */
+        {64, 576, 1536, 0, 132, 16, 3},   {128, 576, 1536, 0, 132, 32, 4}, /* 144 CTAs at 4; 16 tokens: 144 at 2 */
+        {512, 576, 1536, 0, 132, 0, 0},   {16, 576, 768, 1, 132, 16, 1},   /* 288 CTAs at 32 x 2; SwiGLU holds 12 k-blocks */
+        {16, 576, 776, 1, 132, 16, 4},                                     /* SwiGLU, 13 k-blocks */
+        {16, 6144, 4096, 0, 132, 0, 0},   {32, 49152, 576, 0, 132, 0, 0},  /* Llama QKV (split 4: 384 CTAs); LM head */
+        {16, 960, 576, 0, 0, 0, 0},                                        /* no device */
     };
     for (const auto &c : cs) {
-        const int32_t bt = tinfer_gemm_bf16_tiny_pick(c.M, c.nout, c.K, c.sw, c.n_sm);
-        const bool ok = bt == c.want;
-        printf("%s tiny pick M=%lld N'=%lld K=%lld%s on %d SMs: %d (want %d)\n", ok ? "ok  " : "FAIL", (long long)c.M,
-               (long long)c.nout, (long long)c.K, c.sw ? " swiglu" : "", c.n_sm, (int)bt, c.want);
+        int32_t f = -1;
+        const int32_t bt = tinfer_gemm_bf16_tiny_pick(c.M, c.nout, c.K, c.sw, c.n_sm, &f);
+        const bool ok = bt == c.want && f == c.want_f;
+        printf("%s tiny pick M=%lld N'=%lld K=%lld%s on %d SMs: %d tokens, split %d (want %d, %d)\n", ok ? "ok  " : "FAIL",
+               (long long)c.M, (long long)c.nout, (long long)c.K, c.sw ? " swiglu" : "", c.n_sm, (int)bt, (int)f, c.want, c.want_f);
         if (!ok) g_fail++;
     }
 }
@@ -530,7 +534,7 @@ static void path_choice(bool t) {
         {"SmolLM2 gate/up", 16, 3072, 576, t ? G : V},  /* rung 06; else one rung 08 pass: 3.5 MB */
         {"SmolLM2 gate/up", 32, 3072, 576, t ? G : V},  /* rung 06; else rung 08, two passes: 7 MB */
         {"SmolLM2 gate/up", 64, 3072, 576, G},  /* four passes: 14 MB */
-        {"SmolLM2 down", 32, 576, 1536, V},     /* two passes: 3.5 MB (K too long for rung 06) */
+        {"SmolLM2 down", 32, 576, 1536, t ? G : V}, /* rung 06, K split over 4; else two passes: 3.5 MB */
         {"SmolLM2 down", 33, 576, 1536, G},     /* K > 1024: not rung 08 */
         {"SmolLM2 QKV", TINFER_GEMV_BF16_STREAM_PASS_MAX_M, 960, 576, t ? G : V}, /* rung 06; else rung 08, 4 passes: 4.4 MB */
         {"SmolLM2 QKV", TINFER_GEMV_BF16_STREAM_PASS_MAX_M + 1, 960, 576, G},
@@ -615,6 +619,10 @@ int main(int argc, char **argv) {
                                {'t', 6, "tiny"},          {'y', 116, "tiny16/c1"},   {'y', 216, "tiny16/c2"},
                                {'y', 816, "tiny16/c8"},   {'y', 132, "tiny32/c1"},   {'y', 432, "tiny32/c4"},
                                {'t', 6, "tiny/wstatic", 1}, {'y', 816, "tiny16/c8/wstatic", 1},
+                               /* rung 06 with K split over a cluster (id + 1000 x factor; lowered so
+                                * every rank has k-blocks) */
+                               {'y', 2116, "tiny16/k2"},  {'y', 3132, "tiny32/k3"},  {'y', 4116, "tiny16/k4"},
+                               {'y', 8116, "tiny16/k8"},  {'y', 3116, "tiny16/k3/wstatic", 1},
                                /* args.w_static: rungs 02 / 04 issue their first stages' W loads before
                                 * the PDL wait (PDL is on at K <= 2048); rungs 03 / 05 ignore it */
                                {'t', 3, "wgmma/wstatic", 1}, {'w', 144, "wgmma144/wstatic", 1},
@@ -717,8 +725,8 @@ int main(int argc, char **argv) {
         {8, 20000, 72, BF, 1, 0, 0, 1},    {16, 2 * 9000, 136, BF, 1, 0, 1, 1}, {32, 40000, 576, F, 0, 1, 0},
         {64, 20004, 520, BF, 1, 1, 0, 1},  {5, 20000, 1000, BF, 0, 0, 0},
         /* rung 06: 7 / 9 token tiles in clusters of 8 (empty CTAs in the last cluster), SwiGLU
-         * with bias, the longest K that fits at 16 tokens (22 k-blocks) with an FP32 residual,
-         * and one past it (skipped as unsupported there) */
+         * with bias, the longest K that fits one CTA at 16 tokens (22 k-blocks) with an FP32
+         * residual, and one past it (split over 2 CTAs by its own pick) */
         {100, 960, 576, BF, 0, 0, 0, 1},   {130, 2 * 600, 576, BF, 1, 0, 1, 1}, {48, 576, 1408, F, 0, 1, 0},
         {33, 300, 1416, BF, 0, 0, 0},
     };
