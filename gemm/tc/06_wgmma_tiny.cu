@@ -51,8 +51,8 @@
 #define TY_SLAB (64 * TY_BK * 2) /* one 64-row W box of a k-block */
 #define TY_THREADS 160
 #define TY_SMEM_MAX 232448     /* the 227 KB per-block limit */
-#define TY_MAX_KB 32           /* barriers: 32 x 8 bytes */
-#define TY_BAR_BYTES (TY_MAX_KB * 8)
+#define TY_MAX_KB 31           /* k-block slots per CTA at most: their barriers + the split's fit TY_BAR_BYTES */
+#define TY_BAR_BYTES 256
 
 template <int BT, int SL> struct TyGeo {
     static_assert(BT == 16 || BT == 32, "token tile 16 or 32");
@@ -69,6 +69,7 @@ template <int BT, int SL> struct TyGeo {
         return kslots * KB_BYTES + (ksplit - 1) * RED_BYTES + 1024 + TY_BAR_BYTES;
     }
     static_assert(KB_BYTES % 1024 == 0, "slots keep the 1024-byte swizzle alignment");
+    static_assert((MAX_KB + 1) * 8 <= TY_BAR_BYTES, "full barriers of every slot and the split barrier fit");
     static_assert(BT * RS * 4 <= KB_BYTES, "the epilogue scratch fits the first slot");
 };
 
