@@ -323,15 +323,14 @@ tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, 
     if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: dimension over 2^31");
     const int64_t nout = tinfer_gemm_bf16_nout(*a), kblocks = (a->K + TY_BK - 1) / TY_BK;
-    if (bt == 0) { /* the pick's tile, or where it declines, 16 tokens while that is one CTA per SM */
-        bt = tinfer_gemm_bf16_tiny_pick(a->M, nout, a->K, a->swiglu, f.n_sm, NULL);
-        if (bt == 0) bt = (nout + 63) / 64 * ((a->M + 15) / 16) <= f.n_sm ? 16 : 32;
-    }
+    int32_t pf = 0; /* the pick's tile and split factor, computed once */
+    const int32_t pbt = bt == 0 || ksplit == 0 ? tinfer_gemm_bf16_tiny_pick(a->M, nout, a->K, a->swiglu, f.n_sm, &pf) : 0;
+    if (bt == 0) /* the pick's tile, or where it declines, 16 tokens while that is one CTA per SM */
+        bt = pbt ? pbt : (nout + 63) / 64 * ((a->M + 15) / 16) <= f.n_sm ? 16 : 32;
     if (bt != 16 && bt != 32) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: token tile %d (16, 32 or 0 = auto)", (int)bt);
     if (cluster == 0) cluster = TINFER_GEMM_BF16_TINY_CLUSTER;
     if (ksplit == 0) { /* the pick's factor for this tile, else the smallest whose CTAs hold their k-blocks */
-        int32_t pf = 0;
-        if (cluster == 1 && tinfer_gemm_bf16_tiny_pick(a->M, nout, a->K, a->swiglu, f.n_sm, &pf) != bt) pf = 0;
+        if (cluster != 1 || pbt != bt) pf = 0;
         ksplit = cluster > 1 ? 1 : pf ? pf : bt == 16 ? ty_min_split_sw<16>(kblocks, a->swiglu) : ty_min_split_sw<32>(kblocks, a->swiglu);
         if (ksplit == 0)
             return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: K=%lld does not fit %d CTAs", (long long)a->K,
