@@ -216,24 +216,29 @@ typedef enum tinfer_gemm_bf16_path {
  * 39.8 vs 38.1, 21.5 vs 20.8) and won only on QKV (20.9 vs 21.5); on every SmolLM2 layer weight
  * (<= 3.5 MB) the GEMV and rungs 03 / 04 are 10-40% faster at every M. */
 #define TINFER_GEMM_BF16_SKINNY_MAX_M 32
-/* Rung 06 (06_wgmma_tiny.cu, one 64-output tile x 16 or 32 tokens per CTA, every k-block in
- * shared memory) takes a call on sm_90 above TINFER_GEMM_BF16_GEMV_MAX_M tokens when K fits it and
- * its CTAs (64-output row tiles x token tiles) number at most TINFER_GEMM_BF16_TINY_CTAS16_PER_SM x
- * SMs with 16-token tiles, else at most TINFER_GEMM_BF16_TINY_CTAS32_PER_SM x SMs with 32-token
- * tiles, both capped at the CTAs whose shared memory fits an SM (tinfer_gemm_bf16_tiny_pick;
- * SwiGLU CTAs hold two W slabs per k-block: one per SM at K = 576); the GEMM path, and rung 06, go before GEMV rung 08's
- * 16 / 64-token ground. H200 session 10 run 6 (graph timing, us, SmolLM2, rung 06 at 16 / 32
- * tokens per CTA against the pick then and the faster of cuBLAS / cublasLt): QKV M = 16 2.65
- * (2.98, 3.35), 32 2.76 (3.35, 3.32), 64 3.04 (3.78, 3.37), 128 3.01 (4.36, 3.46), 256 3.28 at 32
- * (4.44, 3.64), 512 4.46 at 32 (4.47, 3.92); O M = 32 2.72 (3.14, 3.19), 64 2.95 (3.47, 3.30), 128
- * 3.11 (4.30, 3.38), 256 3.35 (4.36, 3.43), 512 3.59 at 32 (4.43, 3.63); gate/up M = 16 3.14 (3.59,
- * 3.76), 32 3.36 (4.20, 3.79), 64 3.57 at 32 (4.46, 3.87), 128 4.26 at 32 (4.61, 4.03). Past one
- * CTA per SM at 16 tokens (QKV M = 256: 4.09 vs 3.28 at 32) or two at 32 (gate/up M = 256 7.73,
- * 512 13.4) it loses. TINFER_GEMM_BF16_TINY_CLUSTER: token tiles per cluster sharing the W tile by
- * TMA multicast; 1 (none): multicast lost wherever measured (QKV M = 32 over 2 CTAs 3.03 vs 2.76,
- * M = 512 over 8 5.90 vs 4.46 at 32 tokens). */
+/* Rung 06 (06_wgmma_tiny.cu, one 64-output tile (32 with SwiGLU) x 16, 32 or 64 tokens per CTA,
+ * every k-block in shared memory) takes a call on sm_90 above TINFER_GEMM_BF16_GEMV_MAX_M tokens
+ * when its CTAs (row tiles x token tiles x split factor) number at most
+ * TINFER_GEMM_BF16_TINY_CTAS16_PER_SM x SMs with 16-token tiles, else at most _CTAS32_PER_SM x SMs
+ * with 32-token tiles, else at most _CTAS64_PER_SM x SMs with 64-token tiles, each capped at the
+ * CTAs whose shared memory fits an SM (tinfer_gemm_bf16_tiny_pick); the GEMM path, and rung 06, go
+ * before GEMV rung 08's 16 / 64-token ground. H200 session 10 run 6 (graph timing, us, SmolLM2,
+ * rung 06 at 16 / 32 tokens per CTA against the pick then and the faster of cuBLAS / cublasLt):
+ * QKV M = 16 2.65 (2.98, 3.35), 32 2.76 (3.35, 3.32), 64 3.04 (3.78, 3.37), 128 3.01 (4.36, 3.46),
+ * 256 3.28 at 32 (4.44, 3.64), 512 4.46 at 32 (4.47, 3.92); O M = 32 2.72 (3.14, 3.19), 64 2.95
+ * (3.47, 3.30), 128 3.11 (4.30, 3.38), 256 3.35 (4.36, 3.43), 512 3.59 at 32 (4.43, 3.63); gate/up
+ * M = 16 3.14 (3.59, 3.76), 32 3.36 (4.20, 3.79), 64 3.57 at 32 (4.46, 3.87), 128 4.26 at 32 (4.61,
+ * 4.03). Past one CTA per SM at 16 tokens (QKV M = 256: 4.09 vs 3.28 at 32) or two at 32 (gate/up
+ * M = 256 7.73, 512 13.4) it loses. 64-token tiles (session 11 runs 1-2) lose to 32-token ones
+ * wherever both fit (QKV M = 512 4.53 vs 4.46, O 512 4.02 vs 3.62, gate/up M = 128 4.42 vs 4.26),
+ * but take SmolLM2 down at 256 tokens, split 3 (5.32 us; the pick before, rung 04, 10.6; cuBLAS
+ * 4.93). TINFER_GEMM_BF16_TINY_CLUSTER: token tiles per cluster sharing the W tile by TMA
+ * multicast; 1 (none): multicast lost wherever measured (session 10: QKV M = 32 over 2 CTAs 3.03
+ * vs 2.76, M = 512 over 8 5.90 vs 4.46; session 11 run 2, 32-token tiles over 2 / 4: QKV M = 512
+ * 5.44 / 5.64 vs 4.46, gate/up M = 128 5.06 / 5.26 vs 4.26). */
 #define TINFER_GEMM_BF16_TINY_CTAS16_PER_SM 1
 #define TINFER_GEMM_BF16_TINY_CTAS32_PER_SM 2
+#define TINFER_GEMM_BF16_TINY_CTAS64_PER_SM 1
 #define TINFER_GEMM_BF16_TINY_CLUSTER 1
 /* Rung 06 splits K over a cluster of up to this many CTAs when one CTA cannot hold all of it
  * (SmolLM2 down, K = 1536: 24 k-blocks), as widely as the CTA count of the rule above allows (the

@@ -157,6 +157,8 @@ static bool g_graph = false;
 /* --w-static: every call promises that no work in flight writes W (args.w_static, as for model
  * weights): the decode rungs 05 / 06 then issue their first W loads before the PDL wait */
 static bool g_w_static = false;
+/* every kernel but the references and read ceilings runs gate/up fused with SwiGLU (Y: N / 2 columns; timed only) */
+static bool g_swiglu = false;
 /* --only SHAPE:M: run just that shape at that M (e.g. under a profiler) */
 static const char *g_only = NULL;
 
@@ -316,14 +318,14 @@ static const char *kname(int k) {
         snprintf(nb, sizeof nb, "sk%d_k%d", 8 << (k % 10), (k - 300) / 10);
         return nb;
     }
-    if (k >= 400 && k < 500) { /* rung 06 forced: 400 + 10 * cluster (0: auto) + token tile code (1: 16, 2: 32) */
+    if (k >= 400 && k < 500) { /* rung 06 forced: 400 + 10 * cluster (0: auto) + token tile code (8 << code: 16, 32, 64) */
         static char nb[32];
-        snprintf(nb, sizeof nb, "tiny%d_c%d", k % 10 == 1 ? 16 : 32, (k - 400) / 10);
+        snprintf(nb, sizeof nb, "tiny%d_c%d", 8 << (k % 10), (k - 400) / 10);
         return nb;
     }
-    if (k >= 500 && k < 600) { /* rung 06 split forced: 500 + 10 * split factor + token tile code (1: 16, 2: 32) */
+    if (k >= 500 && k < 600) { /* rung 06 split forced: 500 + 10 * split factor + token tile code (8 << code) */
         static char nb[32];
-        snprintf(nb, sizeof nb, "tiny%d_k%d", k % 10 == 1 ? 16 : 32, (k - 500) / 10);
+        snprintf(nb, sizeof nb, "tiny%d_k%d", 8 << (k % 10), (k - 500) / 10);
         return nb;
     }
     if (k >= 100 && k < 130) { /* rung 04 forced: 100 + 10 * tile config + split factor */
@@ -414,7 +416,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             a.M = M; a.N = N; a.K = K; a.X = x; a.ldx = K; a.W = w; a.ldw = K;
             a.Y = y; a.ldy = N; a.y_dtype = TINFER_DTYPE_BF16;
             a.w_static = g_w_static ? 1 : 0;
-            if (k == 21) { a.swiglu = 1; a.ldy = N / 2; }    /* fused gate/up: Y has N/2 columns */
+            if (k == 21 || g_swiglu) { a.swiglu = 1; a.ldy = N / 2; } /* fused gate/up: Y has N/2 columns */
             if (k == 22) { a.R = y; a.ldr = N; }              /* residual added in place */
             tinfer_err err;
             tinfer_status st;
@@ -439,11 +441,11 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             else if (k == 42) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_TINY, &a, g_s, &err);
             else if (k >= 400 && k < 500) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
-                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, k % 10 == 1 ? 16 : 32, (k - 400) / 10, 0, g_s, &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, 8 << (k % 10), (k - 400) / 10, 0, g_s, &err);
             }
             else if (k >= 500 && k < 600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
-                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, k % 10 == 1 ? 16 : 32, 1, (k - 500) / 10, g_s, &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, 8 << (k % 10), 1, (k - 500) / 10, g_s, &err);
             }
             else if (k >= 300 && k < 400) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
@@ -479,7 +481,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             launch(0);
             to_ref = false;
             BCK(cudaStreamSynchronize(g_s));
-        } else if ((k < 21 || k >= 30) && k != 8 && k != 10 && k != 23) { /* 8 / 10 / 23 (read ceiling) write no Y */
+        } else if ((k < 21 || k >= 30) && k != 8 && k != 10 && k != 23 && (!g_swiglu || k == 9)) { /* 8 / 10 / 23 (read ceiling) write no Y */
             launch(0);
             BCK(cudaStreamSynchronize(g_s));
             diff = bf16_diff(Y, Yref, ysz);
@@ -854,19 +856,29 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
             }
     }
     if (!strcmp(set, "tiny")) {
-        /* rung 06 (one 64-row tile per CTA, W multicast over the token tiles) on the SmolLM2
-         * layer weights whose K fits it, token tile and cluster forced or picked, against the
-         * dispatcher and both references */
+        /* rung 06 (one 64-row tile per CTA) on the SmolLM2 layer weights: its pick, each token
+         * tile forced, W multicast over token tiles, K split, against the dispatcher and both
+         * references */
         const struct { const char *n; int64_t N, K; } ms[] = {
             {"smol_qkv", 960, 576}, {"smol_o", 576, 576}, {"smol_gateup", 3072, 576}, {"smol_down", 576, 1536}};
         for (const auto &s : ms)
             for (int64_t M : {16, 32, 64, 128, 256, 512, 2048}) {
                 std::vector<int> ks = {0, 9, 20, 42};
-                if (s.K <= 1024) ks.insert(ks.end(), {401, 402, 411, 412});
-                else ks.insert(ks.end(), {521, 531, 541, 522, 532, 542}); /* K split over 2 / 3 / 4 CTAs */
+                if (s.K <= 1024) {
+                    ks.insert(ks.end(), {401, 402, 403});
+                    if (M >= 128) ks.insert(ks.end(), {422, 442}); /* 32-token tiles, W multicast over 2 / 4 */
+                }
+                if (s.K > 1024 || M <= 64) /* K split over 2 / 3 / 4 CTAs, 16 / 32 / 64-token tiles */
+                    ks.insert(ks.end(), {521, 531, 541, 522, 532, 542, 523, 533, 543});
                 if (strstr(s.n, "_o") || strstr(s.n, "down")) ks.push_back(22);
                 bench_shape(rs, "tiny", s.n, M, s.N, s.K, ks);
             }
+        /* the model's fused gate/up (SwiGLU epilogue, 1536 outputs): every kernel but the references
+         * runs fused */
+        g_swiglu = true;
+        for (int64_t M : {16, 32, 64, 128, 256, 512})
+            bench_shape(rs, "tiny", "smol_gateup_sw", M, 3072, 576, {0, 9, 20, 42, 401, 402, 403});
+        g_swiglu = false;
     }
     if (!strcmp(set, "wsplit")) {
         printf("co-resident clusters of rung 03's split kernel (cudaOccupancyMaxActiveClusters), factor 2..8:\n");

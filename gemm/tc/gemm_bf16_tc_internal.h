@@ -117,17 +117,17 @@ static inline cudaError_t tinfer_tc_max_clusters(const void *func, unsigned thre
     return cudaOccupancyMaxActiveClusters(n, func, &lc);
 }
 
-/* Rung 6 (06_wgmma_tiny.cu, sm_90a): one 64-output tile x bt tokens (16 or 32; 0 = the pick's)
- * per CTA, all of its k-blocks in shared memory at once, the W tile multicast over a cluster of
+/* Rung 6 (06_wgmma_tiny.cu, sm_90a): one 64-output tile (32 with SwiGLU) x bt tokens (16, 32 or
+ * 64; 0 = the pick's) per CTA, all of its k-blocks in shared memory at once, the W tile multicast over a cluster of
  * `cluster` token tiles (1, 2, 4, 8; 0 = TINFER_GEMM_BF16_TINY_CLUSTER), or K split over a
  * cluster of ksplit CTAs (1..8, without multicast; 0 = the smallest that fits). A K that does not
  * fit is TINFER_ERR_UNSUPPORTED. The caller has run tinfer_gemm_bf16_check. */
 tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit, cudaStream_t s,
                                     tinfer_err *err);
-/* The longest K one rung-6 CTA holds with bt-token tiles (SwiGLU: two W slabs per k-block). */
-int64_t tinfer_gemm_bf16_tiny_max_k(int32_t bt, int32_t swiglu);
-/* Rung 6's token tile for a call (16 or 32) and its split-K factor (*ksplit, if not NULL), or 0
- * where it does not take it (bf16.h, TINFER_GEMM_BF16_TINY_CTAS16_PER_SM); n_sm: the device's SMs
+/* The longest K one rung-6 CTA holds with bt-token tiles (0 for a bt other than 16, 32, 64). */
+int64_t tinfer_gemm_bf16_tiny_max_k(int32_t bt);
+/* Rung 6's token tile for a call (16, 32 or 64) and its split-K factor (*ksplit, if not NULL), or
+ * 0 where it does not take it (bf16.h, TINFER_GEMM_BF16_TINY_CTAS16_PER_SM); n_sm: the device's SMs
  * (0: none, no pick). Host only. */
 int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm, int32_t *ksplit);
 /* Rung 5 (05_wgmma_skinny.cu, sm_90a): the skinny GEMM with the operands swapped, W as wgmma's

@@ -490,21 +490,23 @@ static void skinny_pick(void) {
 }
 
 /* Rung 06's pick (host arithmetic, 132 SMs): 16-token tiles while their CTAs (64-output row tiles
- * x token tiles x split factor) fit one per SM, else 32-token tiles while two per SM (fewer where
- * their shared memory does not fit), else none; K split over the fewest CTAs that hold it. */
+ * x token tiles x split factor) fit one per SM, else 32-token tiles while two per SM, else 64-token
+ * tiles while one per SM (fewer where their shared memory does not fit), else none; a K that one
+ * CTA cannot hold split as widely as that allows (up to 4). */
 static void tiny_pick(void) {
     struct { int64_t M, nout, K; int sw, n_sm, want, want_f; } cs[] = {
         {16, 960, 576, 0, 132, 16, 1},    {128, 960, 576, 0, 132, 16, 1},  /* SmolLM2 QKV: 15 and 120 CTAs */
         {256, 960, 576, 0, 132, 32, 1},   {512, 960, 576, 0, 132, 32, 1},  /* 240 at 16 tokens; 120 / 240 at 32 */
         {1024, 960, 576, 0, 132, 0, 0},   {64, 3072, 576, 0, 132, 32, 1},  /* 480 at 32; gate/up 192 at 16 */
         {128, 3072, 576, 0, 132, 32, 1},  {256, 3072, 576, 0, 132, 0, 0},  /* 192 / 384 at 32 */
-        {64, 1536, 576, 1, 132, 16, 1},   {16, 576, 1408, 0, 132, 16, 1},  /* fused gate/up: 24 row tiles; 22 k-blocks */
-        {256, 1536, 576, 1, 132, 0, 0},   {128, 1536, 576, 1, 132, 32, 1}, /* SwiGLU CTAs: one per SM (192 / 96 at 32) */
+        {64, 1536, 576, 1, 132, 32, 1},   {16, 576, 1408, 0, 132, 16, 1},  /* fused gate/up: 48 row tiles of 32; 22 k-blocks */
+        {256, 1536, 576, 1, 132, 0, 0},   {128, 1536, 576, 1, 132, 32, 1}, /* SwiGLU as gate/up: 384 / 192 at 32, 192 at 64 */
+        {256, 576, 1536, 0, 132, 64, 3},  {16, 40, 576, 1, 132, 16, 1},    /* down: 108 CTAs of 64 tokens split 3; 2 row tiles */
         {128, 576, 1152, 0, 132, 16, 1},  {512, 576, 1152, 0, 132, 0, 0},  /* 18 k-blocks at 32 tokens: one per SM */
         {16, 576, 1416, 0, 132, 16, 4},   {32, 576, 1536, 0, 132, 16, 4},  /* 23 / 24 k-blocks: split 4 (SmolLM2 down) */
         {64, 576, 1536, 0, 132, 16, 3},   {128, 576, 1536, 0, 132, 32, 4}, /* 144 CTAs at 4; 16 tokens: 144 at 2 */
-        {512, 576, 1536, 0, 132, 0, 0},   {16, 576, 768, 1, 132, 16, 1},   /* 288 CTAs at 32 x 2; SwiGLU holds 12 k-blocks */
-        {16, 576, 776, 1, 132, 16, 4},                                     /* SwiGLU, 13 k-blocks */
+        {512, 576, 1536, 0, 132, 0, 0},   {16, 576, 1408, 1, 132, 16, 1},  /* 144 CTAs at 64 x 2; SwiGLU holds plain's K */
+        {16, 576, 1416, 1, 132, 16, 4},                                    /* SwiGLU, 23 k-blocks: split */
         {16, 6144, 4096, 0, 132, 0, 0},   {32, 49152, 576, 0, 132, 0, 0},  /* Llama QKV (split 4: 384 CTAs); LM head */
         {16, 960, 576, 0, 0, 0, 0},                                        /* no device */
     };
@@ -623,6 +625,9 @@ int main(int argc, char **argv) {
                                 * every rank has k-blocks) */
                                {'y', 2116, "tiny16/k2"},  {'y', 3132, "tiny32/k3"},  {'y', 4116, "tiny16/k4"},
                                {'y', 8116, "tiny16/k8"},  {'y', 3116, "tiny16/k3/wstatic", 1},
+                               /* 64-token tiles: alone, W multicast over 2, K split over 2 / 4 */
+                               {'y', 164, "tiny64/c1"},   {'y', 264, "tiny64/c2"},   {'y', 2164, "tiny64/k2"},
+                               {'y', 4164, "tiny64/k4/wstatic", 1},
                                /* args.w_static: rungs 02 / 04 issue their first stages' W loads before
                                 * the PDL wait (PDL is on at K <= 2048); rungs 03 / 05 ignore it */
                                {'t', 3, "wgmma/wstatic", 1}, {'w', 144, "wgmma144/wstatic", 1},
@@ -725,10 +730,11 @@ int main(int argc, char **argv) {
         {8, 20000, 72, BF, 1, 0, 0, 1},    {16, 2 * 9000, 136, BF, 1, 0, 1, 1}, {32, 40000, 576, F, 0, 1, 0},
         {64, 20004, 520, BF, 1, 1, 0, 1},  {5, 20000, 1000, BF, 0, 0, 0},
         /* rung 06: 7 / 9 token tiles in clusters of 8 (empty CTAs in the last cluster), SwiGLU
-         * with bias, the longest K that fits one CTA at 16 tokens (22 k-blocks) with an FP32
-         * residual, and one past it (split over 2 CTAs by its own pick) */
+         * with bias (32-output row tiles, the last one partial: F = 600), the longest K that fits
+         * one CTA at 16 tokens (22 k-blocks) with an FP32 residual, and one past it (split by its
+         * own pick), plain and SwiGLU with bias (F = 200: 7 row tiles, the last one partial) */
         {100, 960, 576, BF, 0, 0, 0, 1},   {130, 2 * 600, 576, BF, 1, 0, 1, 1}, {48, 576, 1408, F, 0, 1, 0},
-        {33, 300, 1416, BF, 0, 0, 0},
+        {33, 300, 1416, BF, 0, 0, 0},      {40, 2 * 200, 1416, BF, 1, 0, 1, 1},
     };
     for (const auto &c : pcases) {
         if (gemv_only) break;
