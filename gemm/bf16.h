@@ -247,6 +247,14 @@ typedef enum tinfer_gemm_bf16_path {
  * 3.71 (144 CTAs), M = 128 (4.74 / 4.51 / 4.39); the pick then (decode GEMV, rung 04) 4.64 / 5.46 /
  * 5.33 / 5.94 and the faster of cuBLAS / cublasLt 4.79 / 4.76 / 4.79 / 4.90. */
 #define TINFER_GEMM_BF16_TINY_MAX_SPLIT 4
+/* A K that one CTA holds is split all the same over TINFER_GEMM_BF16_TINY_SHORT_SPLIT CTAs when
+ * the pick takes 16-token tiles, K has at least two k-blocks per rank and the split's CTAs fit
+ * TINFER_GEMM_BF16_TINY_SHORT_SPLIT_PER_SM per SM: H200 session 11 run 2, graph us, unsplit ->
+ * split 3 (K = 576): SmolLM2 QKV M = 16 / 64 2.67 / 3.09 -> 2.60 / 2.99, O M = 16 / 32 / 64 2.61 /
+ * 2.79 / 3.02 -> 2.42 / 2.61 / 2.90, gate/up M = 16 3.24 -> 2.95; where the CTAs are more (gate/up
+ * M = 64: 576) it loses (5.55 vs 3.55 at 32 tokens). */
+#define TINFER_GEMM_BF16_TINY_SHORT_SPLIT 3
+#define TINFER_GEMM_BF16_TINY_SHORT_SPLIT_PER_SM 2
 #define TINFER_GEMM_BF16_SKINNY_MIN_W ((int64_t)16 << 20)
 
 /* AUTO takes the decode GEMV path when M <= TINFER_GEMM_BF16_GEMV_MAX_M, or when M <=

@@ -868,7 +868,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                     ks.insert(ks.end(), {401, 402, 403});
                     if (M >= 128) ks.insert(ks.end(), {422, 442}); /* 32-token tiles, W multicast over 2 / 4 */
                 }
-                if (s.K > 1024 || M <= 64) /* K split over 2 / 3 / 4 CTAs, 16 / 32 / 64-token tiles */
+                if (s.K > 1024 || M <= 128) /* K split over 2 / 3 / 4 CTAs, 16 / 32 / 64-token tiles */
                     ks.insert(ks.end(), {521, 531, 541, 522, 532, 542, 523, 533, 543});
                 if (strstr(s.n, "_o") || strstr(s.n, "down")) ks.push_back(22);
                 bench_shape(rs, "tiny", s.n, M, s.N, s.K, ks);

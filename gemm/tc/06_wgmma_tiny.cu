@@ -270,11 +270,18 @@ int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t s
         const ty_geo g = ty_geo_get(t.bt);
         const int32_t f0 = ty_min_split(g, kblocks);
         if (!f0) continue;
-        /* a K that fits one CTA is not split; one that does not is split as widely as the CTA
-         * limit allows (bf16.h, TINFER_GEMM_BF16_TINY_MAX_SPLIT) */
+        /* a K that one CTA cannot hold is split as widely as the CTA limit allows (bf16.h,
+         * TINFER_GEMM_BF16_TINY_MAX_SPLIT) */
+        const int64_t tiles = rows * ((M + t.bt - 1) / t.bt);
         for (int32_t f = f0 == 1 ? 1 : TINFER_GEMM_BF16_TINY_MAX_SPLIT; f >= f0; f--) {
             const int64_t spm = ty_per_sm(g, kblocks, f, t.per);
-            if (spm > 0 && rows * ((M + t.bt - 1) / t.bt) * f <= spm * n_sm) {
+            if (spm > 0 && tiles * f <= spm * n_sm) {
+                /* 16-token tiles of a K that fits: split over TINFER_GEMM_BF16_TINY_SHORT_SPLIT
+                 * all the same while those CTAs fit _SHORT_SPLIT_PER_SM per SM (bf16.h) */
+                const int32_t fs = TINFER_GEMM_BF16_TINY_SHORT_SPLIT;
+                if (t.bt == 16 && f == 1 && kblocks >= 2 * fs && ty_kslots(g, kblocks, fs) &&
+                    tiles * fs <= ty_per_sm(g, kblocks, fs, TINFER_GEMM_BF16_TINY_SHORT_SPLIT_PER_SM) * n_sm)
+                    f = fs;
                 if (ksplit) *ksplit = f;
                 return t.bt;
             }
