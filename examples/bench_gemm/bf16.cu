@@ -318,6 +318,11 @@ static const char *kname(int k) {
         snprintf(nb, sizeof nb, "sk%d_k%d", 8 << (k % 10), (k - 300) / 10);
         return nb;
     }
+    if (k >= 1000 && k < 2600) { /* rung 06 with a ring: 1000 + 100 * stages + 10 * split factor + token tile code (8 << code) */
+        static char nb[32];
+        snprintf(nb, sizeof nb, "tiny%d_k%d_r%d", 8 << (k % 10), (k / 10) % 10, (k - 1000) / 100);
+        return nb;
+    }
     if (k >= 400 && k < 500) { /* rung 06 forced: 400 + 10 * cluster (0: auto) + token tile code (8 << code: 16, 32, 64) */
         static char nb[32];
         snprintf(nb, sizeof nb, "tiny%d_c%d", 8 << (k % 10), (k - 400) / 10);
@@ -442,6 +447,10 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             else if (k >= 400 && k < 500) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, 8 << (k % 10), (k - 400) / 10, 0, g_s, &err);
+            }
+            else if (k >= 1000 && k < 2600) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_ring(&a, 8 << (k % 10), 1, (k / 10) % 10, (k - 1000) / 100, g_s, &err);
             }
             else if (k >= 500 && k < 600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
@@ -870,6 +879,10 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 }
                 if (s.K > 1024 || M <= 128) /* K split over 2 / 3 / 4 CTAs, 16 / 32 / 64-token tiles */
                     ks.insert(ks.end(), {521, 531, 541, 522, 532, 542, 523, 533, 543});
+                /* rings: 64-token tiles split 2 through 4 / 5 stages (two CTAs per SM), on down also
+                 * split 3 through 4, and unsplit through 6 / 12 */
+                if (M >= 128) ks.insert(ks.end(), {1423, 1523});
+                if (M >= 128 && s.K > 1024) ks.insert(ks.end(), {1433, 1613, 2213});
                 if (strstr(s.n, "_o") || strstr(s.n, "down")) ks.push_back(22);
                 bench_shape(rs, "tiny", s.n, M, s.N, s.K, ks);
             }

@@ -20,6 +20,10 @@
  *    of the k-blocks: ranks >= 1 push their accumulators into rank 0's reduction area with
  *    st.async, counted on a barrier rank 0 armed at init (so no cluster barrier after the main
  *    loop); rank 0 adds them in rank order (deterministic) and runs the epilogue.
+ *  - Or (measured slower, not picked): a ring of S < k-blocks slots, refilled as the consumers
+ *    release them (empty barriers), so one CTA takes any K and two CTAs of a split share an SM.
+ *    Session 11: it streams a CTA's k-blocks at about half the rate cuBLAS's deep-ring kernels
+ *    reach (SmolLM2 down M = 512, 72 unsplit 64 x 64 CTAs through 12 stages: 10.4 us).
  *  - Or (measured slower, off by default): the token tiles of a row tile form a cluster of c CTAs
  *    (c <= 8), rank r loads the W box of k-blocks kb with kb % c == r and multicasts it to all c
  *    CTAs, so the weight tile leaves L2 once per cluster; each CTA loads its own X boxes. Each
@@ -56,6 +60,7 @@
 #define TY_THREADS 160
 #define TY_SMEM_MAX 232448     /* the 227 KB per-block limit */
 #define TY_MAX_KB 31           /* k-block slots per CTA at most: their barriers + the split's fit TY_BAR_BYTES */
+#define TY_RING_MAX 15         /* ring stages at most: full + empty barriers + the split's fit TY_BAR_BYTES */
 #define TY_BAR_BYTES 256
 
 template <int BT> struct TyGeo {
@@ -86,13 +91,16 @@ enum { TY_PLAIN = 0, TY_MCAST = 1, TY_SPLIT = 2 };
 
 /* gx: CTAs per row tile (token tiles rounded up to the cluster size c); grid = row tiles x gx x
  * ksplit. ksplit > 1 (then c = 1): a cluster of ksplit CTAs shares a tile, rank r over k-blocks
- * [r kper, (r + 1) kper), kper = kslots; ranks >= 1 push their accumulators into rank 0's
- * reduction area with st.async counted on its barrier, rank 0 adds them in rank order. */
-template <int BT, bool SW, int MODE>
+ * [r kper, (r + 1) kper); ranks >= 1 push their accumulators into rank 0's reduction area with
+ * st.async counted on its barrier, rank 0 adds them in rank order. kslots: k-block slots; without
+ * RING kslots = kper (a slot per k-block), with RING a ring of kslots < kper stages, each slot
+ * refilled once the consumers release it (empty barriers). */
+template <int BT, bool SW, int MODE, bool RING>
 static __global__ void __launch_bounds__(TY_THREADS, 1)
     ty_kernel(const __grid_constant__ CUtensorMap map_w, const __grid_constant__ CUtensorMap map_x,
-              tinfer_gemm_bf16_args a, int32_t gx, int32_t kblocks, int32_t c_arg, int32_t ksplit_arg, int32_t kslots, int32_t v16,
-              int32_t early) {
+              tinfer_gemm_bf16_args a, int32_t gx, int32_t kblocks, int32_t c_arg, int32_t ksplit_arg, int32_t kper,
+              int32_t kslots, int32_t v16, int32_t early) {
+    static_assert(!RING || MODE != TY_MCAST, "the ring runs without multicast");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using G = TyGeo<BT>;
     constexpr int OW = SW ? 32 : 64; /* outputs per row tile */
@@ -101,15 +109,21 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
     uint8_t *smem = (uint8_t *)(((uintptr_t)ty_smem_raw + 1023) & ~(uintptr_t)1023);
     uint8_t *red = smem + G::slots(kslots);
     uint64_t *full = (uint64_t *)(red + (ksplit - 1) * G::RED_BYTES);
-    uint64_t *redbar = full + kslots;
+    uint64_t *empty = full + kslots;                      /* RING */
+    uint64_t *redbar = full + (RING ? 2 : 1) * kslots;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int32_t tile = (int32_t)blockIdx.x / ksplit, rk = (int32_t)blockIdx.x % ksplit;
     const int32_t tw = tile / gx, tt = tile % gx;
     const int32_t rank = tt % c; /* clusters of c consecutive token tiles of one row tile (W multicast) */
-    const int32_t kb0 = rk * kslots, kb1 = kb0 + kslots < kblocks ? kb0 + kslots : kblocks, nkb = kb1 - kb0;
+    const int32_t kb0 = rk * kper, kb1 = kb0 + kper < kblocks ? kb0 + kper : kblocks, nkb = kb1 - kb0;
+    /* the k-blocks whose slots are free at the start: all of them, or the ring's first round */
+    const int32_t pre = RING && kslots < nkb ? kslots : nkb;
 
     if (threadIdx.x == 0) {
-        for (int32_t i = 0; i < kslots; i++) mbar_init(&full[i], 1); /* the local producer's arrive.expect_tx */
+        for (int32_t i = 0; i < kslots; i++) {
+            mbar_init(&full[i], 1); /* the local producer's arrive.expect_tx */
+            if constexpr (RING) mbar_init(&empty[i], 1); /* the consumer warpgroup's release */
+        }
         if constexpr (MODE == TY_SPLIT) mbar_init(redbar, 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         /* split owner: its one arrival, and the bytes the other ranks push */
@@ -129,22 +143,32 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
              * >= N' and not stored) */
             const int32_t row0 = tw * OW, row1 = (int32_t)(a.N / 2) + tw * OW;
             const uint16_t mask = (uint16_t)((1u << c) - 1u);
-            for (int32_t i = 0; i < nkb; i++) mbar_expect_tx(&full[i], (uint32_t)G::KB_BYTES);
-            auto load_w = [&]() {
-                for (int32_t kb = kb0 + rank; kb < kb1; kb += c) {
-                    uint8_t *slot = smem + (kb - kb0) * G::KB_BYTES;
-                    for (int s = 0; s < (SW ? 2 : 1); s++) {
-                        if constexpr (MODE == TY_MCAST) tma_load_2d_mc(slot + s * (TY_SLAB / 2), &map_w, kb * TY_BK, s ? row1 : row0, &full[kb - kb0], mask);
-                        else tma_load_2d(slot + s * (TY_SLAB / 2), &map_w, kb * TY_BK, s ? row1 : row0, &full[kb - kb0]);
-                    }
+            for (int32_t i = 0; i < pre; i++) mbar_expect_tx(&full[i], (uint32_t)G::KB_BYTES);
+            /* k-block kb's W rows into slot s */
+            auto load_w1 = [&](int32_t kb, int32_t s) {
+                uint8_t *slot = smem + s * G::KB_BYTES;
+                for (int h = 0; h < (SW ? 2 : 1); h++) {
+                    if constexpr (MODE == TY_MCAST) tma_load_2d_mc(slot + h * (TY_SLAB / 2), &map_w, kb * TY_BK, h ? row1 : row0, &full[s], mask);
+                    else tma_load_2d(slot + h * (TY_SLAB / 2), &map_w, kb * TY_BK, h ? row1 : row0, &full[s]);
                 }
+            };
+            auto load_w = [&]() {
+                for (int32_t kb = kb0 + rank; kb < kb0 + pre; kb += c) load_w1(kb, kb - kb0);
             };
             if (early) load_w();
             tdec::pdl_launch_dependents();
             tdec::pdl_wait();
             if (!early) load_w();
-            for (int32_t kb = kb0; kb < kb1; kb++)
+            for (int32_t kb = kb0; kb < kb0 + pre; kb++)
                 tma_load_2d(smem + (kb - kb0) * G::KB_BYTES + TY_SLAB, &map_x, kb * TY_BK, tt * BT, &full[kb - kb0]);
+            if constexpr (RING) /* later rounds: use u of slot s once the consumers released use u - 1 */
+                for (int32_t i = pre; i < nkb; i++) {
+                    const int32_t s = i % kslots, u = i / kslots;
+                    mbar_wait(&empty[s], (uint32_t)(u - 1) & 1);
+                    mbar_expect_tx(&full[s], (uint32_t)G::KB_BYTES);
+                    load_w1(kb0 + i, s);
+                    tma_load_2d(smem + s * G::KB_BYTES + TY_SLAB, &map_x, (kb0 + i) * TY_BK, tt * BT, &full[s]);
+                }
         }
     } else {
         /* the consumers touch global memory only in the epilogue, after the previous kernel */
@@ -152,8 +176,9 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
         float d[BT / 2];
         fence_acc(d);
         for (int32_t i = 0; i < nkb; i++) {
-            mbar_wait(&full[i], 0);
-            const uint8_t *slot = smem + i * G::KB_BYTES;
+            const int32_t s = RING ? i % kslots : i;
+            mbar_wait(&full[s], RING ? (uint32_t)(i / kslots) & 1 : 0);
+            const uint8_t *slot = smem + s * G::KB_BYTES;
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
             for (int kk = 0; kk < TY_BK / 16; kk++) {
@@ -161,6 +186,9 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
             }
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            /* k-block i - 1's wgmmas are done: its slot may be refilled */
+            if constexpr (RING)
+                if (i > 0 && threadIdx.x == 0) mbar_arrive(&empty[(i - 1) % kslots]);
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         fence_acc(d);
@@ -290,9 +318,9 @@ int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t s
     return 0;
 }
 
-template <int BT, bool SW, int MODE>
-static tinfer_status ty_launch(const tinfer_gemm_bf16_args *a, int32_t c, int32_t ksplit, int32_t kblocks, int32_t kslots, int dev,
-                               cudaStream_t s, tinfer_err *err) {
+template <int BT, bool SW, int MODE, bool RING>
+static tinfer_status ty_launch(const tinfer_gemm_bf16_args *a, int32_t c, int32_t ksplit, int32_t kblocks, int32_t kper,
+                               int32_t kslots, int dev, cudaStream_t s, tinfer_err *err) {
     using G = TyGeo<BT>;
     tinfer_status status = TINFER_OK;
     static int attr_dev = -1;
@@ -303,7 +331,7 @@ static tinfer_status ty_launch(const tinfer_gemm_bf16_args *a, int32_t c, int32_
     if ((status = tinfer_gemm_bf16_tma_map(&mw, a->W, a->N, a->K, a->ldw, SW ? 32 : 64, "W", err)) != TINFER_OK) return status;
     if ((status = tinfer_gemm_bf16_tma_map(&mx, a->X, a->M, a->K, a->ldx, BT, "X", err)) != TINFER_OK) return status;
     if (attr_dev != dev) {
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(ty_kernel<BT, SW, MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize, TY_SMEM_MAX));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(ty_kernel<BT, SW, MODE, RING>, cudaFuncAttributeMaxDynamicSharedMemorySize, TY_SMEM_MAX));
         attr_dev = dev;
     }
     {
@@ -312,8 +340,8 @@ static tinfer_status ty_launch(const tinfer_gemm_bf16_args *a, int32_t c, int32_
         cudaLaunchAttribute attr[2];
         tinfer_tc_launch_cfg(&lc, attr, dim3((unsigned)(gx * tiles_w * ksplit)), TY_THREADS, (size_t)G::smem(kslots, ksplit), s,
                              ksplit > 1 ? ksplit : c, pdl);
-        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, ty_kernel<BT, SW, MODE>, mw, mx, *a, (int32_t)gx, kblocks, c, ksplit, kslots,
-                                                (int32_t)tinfer_bf16_epi_v16_ok(*a), (int32_t)(pdl && a->w_static)));
+        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, ty_kernel<BT, SW, MODE, RING>, mw, mx, *a, (int32_t)gx, kblocks, c, ksplit, kper,
+                                                kslots, (int32_t)tinfer_bf16_epi_v16_ok(*a), (int32_t)(pdl && a->w_static)));
         TINFER_CUDA_LAUNCH_CHECK(err, "ty_kernel");
     }
 cleanup:
@@ -321,15 +349,24 @@ cleanup:
 }
 
 template <int BT, bool SW>
-static tinfer_status ty_launch_mode(const tinfer_gemm_bf16_args *a, int32_t c, int32_t ksplit, int32_t kblocks, int32_t kslots,
-                                    int dev, cudaStream_t s, tinfer_err *err) {
-    if (ksplit > 1) return ty_launch<BT, SW, TY_SPLIT>(a, c, ksplit, kblocks, kslots, dev, s, err);
-    if (c > 1) return ty_launch<BT, SW, TY_MCAST>(a, c, ksplit, kblocks, kslots, dev, s, err);
-    return ty_launch<BT, SW, TY_PLAIN>(a, c, ksplit, kblocks, kslots, dev, s, err);
+static tinfer_status ty_launch_mode(const tinfer_gemm_bf16_args *a, int32_t c, int32_t ksplit, int32_t kblocks, int32_t kper,
+                                    int32_t kslots, int dev, cudaStream_t s, tinfer_err *err) {
+    const bool ring = kslots < kper;
+    if (ksplit > 1)
+        return ring ? ty_launch<BT, SW, TY_SPLIT, true>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
+                    : ty_launch<BT, SW, TY_SPLIT, false>(a, c, ksplit, kblocks, kper, kslots, dev, s, err);
+    if (c > 1) return ty_launch<BT, SW, TY_MCAST, false>(a, c, ksplit, kblocks, kper, kslots, dev, s, err);
+    return ring ? ty_launch<BT, SW, TY_PLAIN, true>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
+                : ty_launch<BT, SW, TY_PLAIN, false>(a, c, ksplit, kblocks, kper, kslots, dev, s, err);
 }
 
 tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit, cudaStream_t s,
                                     tinfer_err *err) {
+    return tinfer_gemm_bf16_tiny_ring(a, bt, cluster, ksplit, 0, s, err);
+}
+
+tinfer_status tinfer_gemm_bf16_tiny_ring(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit,
+                                         int32_t stages, cudaStream_t s, tinfer_err *err) {
     tinfer_cuda_facts f;
     const tinfer_status fs = tinfer_cuda_current_facts(&f, err);
     if (fs != TINFER_OK) return fs;
@@ -337,8 +374,12 @@ tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, 
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: needs sm_90 (device %d is sm_%d*)", f.device, f.cc_major);
     if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: dimension over 2^31");
+    if (stages < 0 || stages > TY_RING_MAX)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: %d ring stages (1..%d, 0 = a slot per k-block)", (int)stages,
+                              TY_RING_MAX);
     const int64_t nout = tinfer_gemm_bf16_nout(*a);
     const int32_t kblocks = (int32_t)((a->K + TY_BK - 1) / TY_BK);
+    if (stages > 0 && ksplit == 0) ksplit = 1; /* a ring holds any K */
     int32_t pf = 0; /* the pick's tile and split factor, computed once */
     const int32_t pbt = bt == 0 || ksplit == 0 ? tinfer_gemm_bf16_tiny_pick(a->M, nout, a->K, a->swiglu, f.n_sm, &pf) : 0;
     if (bt == 0) /* the pick's tile, or where it declines, 16 tokens while that is one CTA per SM */
@@ -360,15 +401,20 @@ tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, 
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: split-K factor %d with cluster %d (1..8, split only without multicast)",
                               (int)ksplit, (int)cluster);
     if (ksplit > kblocks) ksplit = kblocks;
-    if (ksplit > 1) { /* every rank gets some k-blocks */
-        const int32_t kper = (kblocks + ksplit - 1) / ksplit;
-        ksplit = (kblocks + kper - 1) / kper;
-    }
-    const int32_t kslots = ty_kslots(g, kblocks, ksplit);
-    if (!kslots)
+    const int32_t kper = (kblocks + ksplit - 1) / ksplit;
+    ksplit = (kblocks + kper - 1) / kper; /* every rank gets some k-blocks */
+    int32_t kslots;
+    if (stages > 0 && stages < kper) { /* a ring */
+        if (cluster > 1)
+            return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: a ring of %d stages with cluster %d (rings run without multicast)",
+                                  (int)stages, (int)cluster);
+        if (g.smem(stages, ksplit) > TY_SMEM_MAX)
+            return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: %d ring stages split %d do not fit", (int)stages, (int)ksplit);
+        kslots = stages;
+    } else if (!(kslots = ty_kslots(g, kblocks, ksplit)))
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: K=%lld split %d does not fit (%d k-blocks per CTA at most)",
                               (long long)a->K, (int)ksplit, g.max_kb);
-#define TY_GO(BT, SW) ty_launch_mode<BT, SW>(a, cluster, ksplit, kblocks, kslots, f.device, s, err)
+#define TY_GO(BT, SW) ty_launch_mode<BT, SW>(a, cluster, ksplit, kblocks, kper, kslots, f.device, s, err)
     if (bt == 16) return a->swiglu ? TY_GO(16, true) : TY_GO(16, false);
     if (bt == 32) return a->swiglu ? TY_GO(32, true) : TY_GO(32, false);
     return a->swiglu ? TY_GO(64, true) : TY_GO(64, false);

@@ -124,6 +124,11 @@ static inline cudaError_t tinfer_tc_max_clusters(const void *func, unsigned thre
  * fit is TINFER_ERR_UNSUPPORTED. The caller has run tinfer_gemm_bf16_check. */
 tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit, cudaStream_t s,
                                     tinfer_err *err);
+/* Rung 6 with a ring of `stages` k-block slots (1..15; 0 or >= the k-blocks per CTA: a slot per
+ * k-block, as tinfer_gemm_bf16_tiny) refilled as the consumers release them: any K in one CTA
+ * (ksplit 0 then means 1). Rings run without multicast. */
+tinfer_status tinfer_gemm_bf16_tiny_ring(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit,
+                                         int32_t stages, cudaStream_t s, tinfer_err *err);
 /* The longest K one rung-6 CTA holds with bt-token tiles (0 for a bt other than 16, 32, 64). */
 int64_t tinfer_gemm_bf16_tiny_max_k(int32_t bt);
 /* Rung 6's token tile for a call (16, 32 or 64) and its split-K factor (*ksplit, if not NULL), or

@@ -115,9 +115,9 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a0, c
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
         return st != TINFER_OK ? st : tinfer_gemm_bf16_skinny(a, r->id % 100, r->id / 100 ? r->id / 100 : 1, s, err);
     }
-    if (r->kind == 'y') { /* rung 06: token tile id % 100, cluster id / 100 % 10, split-K factor id / 1000 */
+    if (r->kind == 'y') { /* rung 06: token tile id % 100, cluster id / 100 % 10, split-K factor id / 1000 % 10, ring stages id / 10000 */
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
-        return st != TINFER_OK ? st : tinfer_gemm_bf16_tiny(a, r->id % 100, r->id / 100 % 10, r->id / 1000, s, err);
+        return st != TINFER_OK ? st : tinfer_gemm_bf16_tiny_ring(a, r->id % 100, r->id / 100 % 10, r->id / 1000 % 10, r->id / 10000, s, err);
     }
     if (r->kind == 'm') {
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
@@ -631,6 +631,10 @@ int main(int argc, char **argv) {
                                /* 64-token tiles: alone, W multicast over 2, K split over 2 / 4 */
                                {'y', 164, "tiny64/c1"},   {'y', 264, "tiny64/c2"},   {'y', 2164, "tiny64/k2"},
                                {'y', 4164, "tiny64/k4/wstatic", 1},
+                               /* a ring of stages (id + 10000 x stages): any K in one CTA, or its
+                                * share of a split; the W of the first round before the PDL wait */
+                               {'y', 20016, "tiny16/r2"}, {'y', 40064, "tiny64/r4"}, {'y', 32032, "tiny32/k2/r3"},
+                               {'y', 23064, "tiny64/k3/r2/wstatic", 1}, {'y', 50164, "tiny64/r5/wstatic", 1},
                                /* args.w_static: rungs 02 / 04 issue their first stages' W loads before
                                 * the PDL wait (PDL is on at K <= 2048); rungs 03 / 05 ignore it */
                                {'t', 3, "wgmma/wstatic", 1}, {'w', 144, "wgmma144/wstatic", 1},
