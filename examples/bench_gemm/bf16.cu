@@ -323,6 +323,11 @@ static const char *kname(int k) {
         snprintf(nb, sizeof nb, "tiny%d_k%d_r%d", 8 << (k % 10), (k / 10) % 10, (k - 1000) / 100);
         return nb;
     }
+    if (k >= 3000 && k < 4600) { /* rung 06 with a ring, W multicast: 3000 + 100 * stages + 10 * cluster + token tile code */
+        static char nb[32];
+        snprintf(nb, sizeof nb, "tiny%d_c%d_r%d", 8 << (k % 10), (k / 10) % 10, (k - 3000) / 100);
+        return nb;
+    }
     if (k >= 400 && k < 500) { /* rung 06 forced: 400 + 10 * cluster (0: auto) + token tile code (8 << code: 16, 32, 64) */
         static char nb[32];
         snprintf(nb, sizeof nb, "tiny%d_c%d", 8 << (k % 10), (k - 400) / 10);
@@ -451,6 +456,10 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             else if (k >= 1000 && k < 2600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_ring(&a, 8 << (k % 10), 1, (k / 10) % 10, (k - 1000) / 100, g_s, &err);
+            }
+            else if (k >= 3000 && k < 4600) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_ring(&a, 8 << (k % 10), (k / 10) % 10, 1, (k - 3000) / 100, g_s, &err);
             }
             else if (k >= 500 && k < 600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
@@ -883,6 +892,10 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                  * split 3 through 4, and unsplit through 6 / 12 */
                 if (M >= 128) ks.insert(ks.end(), {1423, 1523});
                 if (M >= 128 && s.K > 1024) ks.insert(ks.end(), {1433, 1613, 2213});
+                /* rings with W multicast over 2 / 4 / 8 token tiles: down (K = 1536) unsplit,
+                 * 64-token tiles through 12 / 6 stages, 32-token through 8; K = 576 through 4 */
+                if (M >= 128 && s.K > 1024) ks.insert(ks.end(), {4223, 4243, 4283, 3643, 3683, 3822, 3842, 3882});
+                if (M >= 128 && s.K <= 1024) ks.insert(ks.end(), {3443, 3483, 3442, 3482});
                 if (strstr(s.n, "_o") || strstr(s.n, "down")) ks.push_back(22);
                 bench_shape(rs, "tiny", s.n, M, s.N, s.K, ks);
             }

@@ -21,9 +21,11 @@
  *    st.async, counted on a barrier rank 0 armed at init (so no cluster barrier after the main
  *    loop); rank 0 adds them in rank order (deterministic) and runs the epilogue.
  *  - Or (measured slower, not picked): a ring of S < k-blocks slots, refilled as the consumers
- *    release them (empty barriers), so one CTA takes any K and two CTAs of a split share an SM.
- *    Session 11: it streams a CTA's k-blocks at about half the rate cuBLAS's deep-ring kernels
- *    reach (SmolLM2 down M = 512, 72 unsplit 64 x 64 CTAs through 12 stages: 10.4 us).
+ *    release them (empty barriers), so one CTA takes any K and two CTAs of a split share an SM;
+ *    also with the W box multicast over a cluster of token tiles (each slot's empty barrier then
+ *    counts the release of every CTA of the cluster). Session 11: it streams a CTA's k-blocks at
+ *    about half the rate cuBLAS's deep-ring kernels reach (SmolLM2 down M = 512, 72 unsplit
+ *    64 x 64 CTAs through 12 stages: 10.4 us; multicast over 2-8: 11.0-11.3 us, session 12).
  *  - Or (measured slower, off by default): the token tiles of a row tile form a cluster of c CTAs
  *    (c <= 8), rank r loads the W box of k-blocks kb with kb % c == r and multicasts it to all c
  *    CTAs, so the weight tile leaves L2 once per cluster; each CTA loads its own X boxes. Each
@@ -63,6 +65,16 @@
 #define TY_RING_MAX 15         /* ring stages at most: full + empty barriers + the split's fit TY_BAR_BYTES */
 #define TY_BAR_BYTES 256
 
+/* A CTA's shared memory: kslots k-block slots (at least the epilogue scratch), the (ksplit - 1)
+ * partial sums pushed to a split owner, the 1024-byte alignment slack, the barriers. One formula
+ * for the kernel (TyGeo) and the host (ty_geo). */
+static constexpr int ty_slots_bytes(int kslots, int kb_bytes, int scr_bytes) {
+    return kslots * kb_bytes > scr_bytes ? kslots * kb_bytes : scr_bytes;
+}
+static constexpr int ty_smem_bytes(int kslots, int ksplit, int kb_bytes, int red_bytes, int scr_bytes) {
+    return ty_slots_bytes(kslots, kb_bytes, scr_bytes) + (ksplit - 1) * red_bytes + 1024 + TY_BAR_BYTES;
+}
+
 template <int BT> struct TyGeo {
     static_assert(BT == 16 || BT == 32 || BT == 64, "token tile 16, 32 or 64");
     static constexpr int X_BYTES = BT * TY_BK * 2;
@@ -76,9 +88,9 @@ template <int BT> struct TyGeo {
     static constexpr int RED_BYTES = 128 * (BT / 2) * 4;
     /* the k-block slots (at least the scratch), the (ksplit - 1) pushed partial sums (split
      * owner), the barriers */
-    static constexpr int slots(int kslots) { return kslots * KB_BYTES > SCR_BYTES ? kslots * KB_BYTES : SCR_BYTES; }
+    static constexpr int slots(int kslots) { return ty_slots_bytes(kslots, KB_BYTES, SCR_BYTES); }
     static constexpr int smem(int kslots, int ksplit = 1) {
-        return slots(kslots) + (ksplit - 1) * RED_BYTES + 1024 + TY_BAR_BYTES;
+        return ty_smem_bytes(kslots, ksplit, KB_BYTES, RED_BYTES, SCR_BYTES);
     }
     static_assert(KB_BYTES % 1024 == 0, "slots keep the 1024-byte swizzle alignment");
     static_assert((MAX_KB + 1) * 8 <= TY_BAR_BYTES, "full barriers of every slot and the split barrier fit");
@@ -100,7 +112,6 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
     ty_kernel(const __grid_constant__ CUtensorMap map_w, const __grid_constant__ CUtensorMap map_x,
               tinfer_gemm_bf16_args a, int32_t gx, int32_t kblocks, int32_t c_arg, int32_t ksplit_arg, int32_t kper,
               int32_t kslots, int32_t v16, int32_t early) {
-    static_assert(!RING || MODE != TY_MCAST, "the ring runs without multicast");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using G = TyGeo<BT>;
     constexpr int OW = SW ? 32 : 64; /* outputs per row tile */
@@ -122,7 +133,9 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
     if (threadIdx.x == 0) {
         for (int32_t i = 0; i < kslots; i++) {
             mbar_init(&full[i], 1); /* the local producer's arrive.expect_tx */
-            if constexpr (RING) mbar_init(&empty[i], 1); /* the consumer warpgroup's release */
+            /* the consumer warpgroup's release; with multicast every CTA's of the cluster, since
+             * the W box of a slot lands in all of them */
+            if constexpr (RING) mbar_init(&empty[i], (uint32_t)c);
         }
         if constexpr (MODE == TY_SPLIT) mbar_init(redbar, 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -161,12 +174,14 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
             if (!early) load_w();
             for (int32_t kb = kb0; kb < kb0 + pre; kb++)
                 tma_load_2d(smem + (kb - kb0) * G::KB_BYTES + TY_SLAB, &map_x, kb * TY_BK, tt * BT, &full[kb - kb0]);
-            if constexpr (RING) /* later rounds: use u of slot s once the consumers released use u - 1 */
+            if constexpr (RING) /* later rounds: use u of slot s once the consumers (of every CTA of
+                                 * the cluster) released use u - 1. A peer's W box may land before
+                                 * this CTA's expect_tx: the phase still needs that arrival. */
                 for (int32_t i = pre; i < nkb; i++) {
                     const int32_t s = i % kslots, u = i / kslots;
                     mbar_wait(&empty[s], (uint32_t)(u - 1) & 1);
                     mbar_expect_tx(&full[s], (uint32_t)G::KB_BYTES);
-                    load_w1(kb0 + i, s);
+                    if (MODE != TY_MCAST || i % c == rank) load_w1(kb0 + i, s);
                     tma_load_2d(smem + s * G::KB_BYTES + TY_SLAB, &map_x, (kb0 + i) * TY_BK, tt * BT, &full[s]);
                 }
         }
@@ -187,8 +202,11 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
             /* k-block i - 1's wgmmas are done: its slot may be refilled */
-            if constexpr (RING)
+            if constexpr (RING && MODE == TY_MCAST) {
+                if (i > 0 && threadIdx.x < c) mbar_arrive_remote(cluster_map(&empty[(i - 1) % kslots], threadIdx.x));
+            } else if constexpr (RING) {
                 if (i > 0 && threadIdx.x == 0) mbar_arrive(&empty[(i - 1) % kslots]);
+            }
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         fence_acc(d);
@@ -247,8 +265,9 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
 /* Host view of one tile geometry (TyGeo<BT>) */
 struct ty_geo {
     int bt, kb_bytes, red_bytes, max_kb, scr_bytes;
+    /* kslots <= TY_MAX_KB: callers check it first */
     int64_t smem(int64_t kslots, int32_t ksplit) const {
-        return (kslots * kb_bytes > scr_bytes ? kslots * kb_bytes : scr_bytes) + (ksplit - 1) * (int64_t)red_bytes + 1024 + TY_BAR_BYTES;
+        return ty_smem_bytes((int)kslots, ksplit, kb_bytes, red_bytes, scr_bytes);
     }
 };
 template <int BT> static ty_geo ty_geo_of() {
@@ -307,7 +326,7 @@ int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t s
                 /* 16-token tiles of a K that fits: split over TINFER_GEMM_BF16_TINY_SHORT_SPLIT
                  * all the same while those CTAs fit _SHORT_SPLIT_PER_SM per SM (bf16.h) */
                 const int32_t fs = TINFER_GEMM_BF16_TINY_SHORT_SPLIT;
-                if (t.bt == 16 && f == 1 && kblocks >= 2 * fs && ty_kslots(g, kblocks, fs) &&
+                if (t.bt == 16 && f == 1 && kblocks >= 2 * fs &&
                     tiles * fs <= ty_per_sm(g, kblocks, fs, TINFER_GEMM_BF16_TINY_SHORT_SPLIT_PER_SM) * n_sm)
                     f = fs;
                 if (ksplit) *ksplit = f;
@@ -355,7 +374,9 @@ static tinfer_status ty_launch_mode(const tinfer_gemm_bf16_args *a, int32_t c, i
     if (ksplit > 1)
         return ring ? ty_launch<BT, SW, TY_SPLIT, true>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
                     : ty_launch<BT, SW, TY_SPLIT, false>(a, c, ksplit, kblocks, kper, kslots, dev, s, err);
-    if (c > 1) return ty_launch<BT, SW, TY_MCAST, false>(a, c, ksplit, kblocks, kper, kslots, dev, s, err);
+    if (c > 1)
+        return ring ? ty_launch<BT, SW, TY_MCAST, true>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
+                    : ty_launch<BT, SW, TY_MCAST, false>(a, c, ksplit, kblocks, kper, kslots, dev, s, err);
     return ring ? ty_launch<BT, SW, TY_PLAIN, true>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
                 : ty_launch<BT, SW, TY_PLAIN, false>(a, c, ksplit, kblocks, kper, kslots, dev, s, err);
 }
@@ -405,9 +426,6 @@ tinfer_status tinfer_gemm_bf16_tiny_ring(const tinfer_gemm_bf16_args *a, int32_t
     ksplit = (kblocks + kper - 1) / kper; /* every rank gets some k-blocks */
     int32_t kslots;
     if (stages > 0 && stages < kper) { /* a ring */
-        if (cluster > 1)
-            return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: a ring of %d stages with cluster %d (rings run without multicast)",
-                                  (int)stages, (int)cluster);
         if (g.smem(stages, ksplit) > TY_SMEM_MAX)
             return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: %d ring stages split %d do not fit", (int)stages, (int)ksplit);
         kslots = stages;

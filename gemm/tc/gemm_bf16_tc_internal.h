@@ -126,7 +126,8 @@ tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, 
                                     tinfer_err *err);
 /* Rung 6 with a ring of `stages` k-block slots (1..15; 0 or >= the k-blocks per CTA: a slot per
  * k-block, as tinfer_gemm_bf16_tiny) refilled as the consumers release them: any K in one CTA
- * (ksplit 0 then means 1). Rings run without multicast. */
+ * (ksplit 0 then means 1). With cluster > 1 (no split) the W box of each k-block is multicast to
+ * the cluster's token tiles and a slot is refilled once every CTA of the cluster released it. */
 tinfer_status tinfer_gemm_bf16_tiny_ring(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit,
                                          int32_t stages, cudaStream_t s, tinfer_err *err);
 /* The longest K one rung-6 CTA holds with bt-token tiles (0 for a bt other than 16, 32, 64). */

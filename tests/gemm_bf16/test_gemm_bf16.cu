@@ -635,6 +635,10 @@ int main(int argc, char **argv) {
                                 * share of a split; the W of the first round before the PDL wait */
                                {'y', 20016, "tiny16/r2"}, {'y', 40064, "tiny64/r4"}, {'y', 32032, "tiny32/k2/r3"},
                                {'y', 23064, "tiny64/k3/r2/wstatic", 1}, {'y', 50164, "tiny64/r5/wstatic", 1},
+                               /* rings with the W box multicast over 2 / 4 / 8 token tiles: a slot
+                                * is refilled once every CTA of the cluster released it */
+                               {'y', 20232, "tiny32/c2/r2"}, {'y', 30416, "tiny16/c4/r3"},
+                               {'y', 40864, "tiny64/c8/r4/wstatic", 1}, {'y', 20464, "tiny64/c4/r2/wstatic", 1},
                                /* args.w_static: rungs 02 / 04 issue their first stages' W loads before
                                 * the PDL wait (PDL is on at K <= 2048); rungs 03 / 05 ignore it */
                                {'t', 3, "wgmma/wstatic", 1}, {'w', 144, "wgmma144/wstatic", 1},

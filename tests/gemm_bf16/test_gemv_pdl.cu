@@ -26,8 +26,9 @@
  * 04's own pick (split-K over a cluster) and rung 02 (no split); and on rung 03 in 128 x 72 tiles
  * whose clusters of 2 multicast X (id 36); and on rung 06 (tiny, ids 37 / 38, K = 576): its own pick
  * 16-token tiles in clusters of 8 multicasting W, K split over 3 CTAs (id 39), and 64-token
- * tiles split over 2 (id 40), and those split 2 through a ring of 2 stages (id 41); W loads
- * before the wait under args.w_static.
+ * tiles split over 2 (id 40), and those split 2 through a ring of 2 stages (id 41), and 16-token
+ * tiles in clusters of 4 multicasting W through a ring of 3 stages (id 42); W loads before the
+ * wait under args.w_static.
  * Every rung but 04 (GEMV) also
  * runs with args.w_static and a new X: GEMV rungs 05 / 06 and prefill rungs 02 / 04 then issue
  * their first stages' W loads before the wait and must still see the new X (the TMA rungs ignore
@@ -217,9 +218,10 @@ int main(void) {
      * prefill rung 04 with its own pick (split) / rung 02 (runs without PDL off sm_90); 36: rung 03
      * in 72-wide tiles with X multicast over clusters of 2; 37 / 38 / 39: prefill rung 06 with its
      * own pick / 16-token tiles in clusters of 8 (W multicast) / K split over 3 CTAs; 40: rung 06
-     * in 64-token tiles, K split over 2; 41: the same through a ring of 2 stages. The result lines
-     * say "rung 30..41". */
-    for (int kernel : {4, 5, 6, 8, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41}) {
+     * in 64-token tiles, K split over 2; 41: the same through a ring of 2 stages; 42: 16-token
+     * tiles in clusters of 4 (W multicast) through a ring of 3 stages. The result lines say
+     * "rung 30..42". */
+    for (int kernel : {4, 5, 6, 8, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42}) {
         /* rungs 08 and 06 take short rows only (rung 08: K <= 1024, longer ones run rung 04;
          * rung 06: every k-block in shared memory): their K is 576, with the same row strides */
         const int64_t kd = kernel == 8 || kernel >= 37 ? 576 : K_DIM;
@@ -277,6 +279,7 @@ int main(void) {
                             : kernel == 39 ? tinfer_gemm_bf16_tiny(&a, 16, 1, 3, s, &err)
                             : kernel == 40 ? tinfer_gemm_bf16_tiny(&a, 64, 1, 2, s, &err)
                             : kernel == 41 ? tinfer_gemm_bf16_tiny_ring(&a, 64, 1, 2, 2, s, &err)
+                            : kernel == 42 ? tinfer_gemm_bf16_tiny_ring(&a, 16, 4, 1, 3, s, &err)
                                            : tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)kernel, &a, s, &err);
                         if (rs != TINFER_OK) {
                             printf("FAIL rung %02d: %s\n", kernel, err.msg);
