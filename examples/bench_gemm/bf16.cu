@@ -20,7 +20,8 @@
  * and cublasLt; not part of all), skinny (rung 05, the operand-swapped wgmma kernel, at M = 1..128 with each
  * split factor forced, vs the dispatcher, rung 03 and both references; not part of all), tiny (rung
  * 06 on the SmolLM2 layer weights at M = 16..2048, token tile, cluster and split forced or picked,
- * vs the dispatcher and both references; not part of all), trace (builds
+ * vs the dispatcher and both references; not part of all), tmabw (the TMA load path alone by box
+ * shape, stages, issuers and CTAs: tma_bw.cu; not part of all), trace (builds
  * configured with -DTINFER_WS_TRACE=ON only: rung 03's per-CTA phase timestamps on a few shapes, see
  * gemm/tc/ws_trace.cuh), all (default: ladder, square, model).
  * Method (METHOD.md): inputs are random BF16 (never zeros), each kernel's output is checked
@@ -598,6 +599,9 @@ static void write_charts(const char *prefix, const std::vector<rec> &rs) {
     }
 }
 
+/* Set "tmabw": the TMA load path alone (tma_bw.cu) */
+extern "C" void tinfer_bench_tma_bw(int n_sm);
+
 #ifdef TINFER_WS_TRACE
 /* Set "trace" (builds configured with -DTINFER_WS_TRACE=ON only): rung 03's phase timestamps
  * (gemm/tc/ws_trace.cuh) for one call on an idle GPU ("iso") and for the last of 50 back to
@@ -693,7 +697,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--w-static")) g_w_static = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny|tmabw] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -702,7 +706,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         }
     }
     {
-        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny",
+        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny", "tmabw",
 #ifdef TINFER_WS_TRACE
                                            "trace"
 #endif
@@ -742,6 +746,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
            prop.multiProcessorCount, g_copy_gbs, g_w_static ? "; W static (args.w_static)" : "");
     std::vector<rec> rs;
     const bool all = !strcmp(set, "all");
+    if (!strcmp(set, "tmabw")) tinfer_bench_tma_bw(prop.multiProcessorCount);
 #ifdef TINFER_WS_TRACE
     if (!strcmp(set, "trace")) trace_set();
 #endif

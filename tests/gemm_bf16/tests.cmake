@@ -12,7 +12,8 @@ if(TINFER_HAVE_CUDA)
   # The benchmark as a standalone program (same source as `tinfer-bench-gemm bf16`), linking
   # only cudart + cuBLAS (chart.c needs only the stb header), for the device runs (scripts/gpu-bf16-run.sh).
   add_executable(tinfer-bench-gemm-bf16 ${CMAKE_CURRENT_LIST_DIR}/bench_main.c
-                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16.cu ${PROJECT_SOURCE_DIR}/examples/bench_gemm/chart.c
+                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16.cu ${PROJECT_SOURCE_DIR}/examples/bench_gemm/tma_bw.cu
+                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/chart.c
                  ${PROJECT_SOURCE_DIR}/runtime/status.c)
   target_include_directories(tinfer-bench-gemm-bf16 PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime
                              ${STB_INCLUDE_DIR})
