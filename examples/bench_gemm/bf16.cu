@@ -684,6 +684,106 @@ static void trace_set(void) {
         BCK(cudaFree(y));
     }
 }
+
+/* Set "tytrace" (trace builds only): rung 06's per-k-block timestamps (06_wgmma_tiny.cu,
+ * TY_MARK) for one call with W and X in L2 ("warm"), one after a 512 MB write evicted them
+ * ("cold") and the last of 50 back to back ("b2b"), next to the graph-timed cost per call. Per
+ * k-block i, the median over the CTAs of the ns since each CTA's own entry at which the producer
+ * issued its loads ("iss"), the consumer saw it land ("land") and its wgmmas completed ("done"). */
+extern "C" int tinfer_ty_trace_read(unsigned long long *c, unsigned long long *p);
+extern "C" int tinfer_ty_trace_clear(void);
+extern "C" int tinfer_ty_trace_nomma(int on);
+static void tytrace_print(const char *tag, int nkb) {
+    static unsigned long long c[512][64], p[512][32];
+    BCK(cudaDeviceSynchronize());
+    if (tinfer_ty_trace_read(&c[0][0], &p[0][0]) != 0) {
+        fprintf(stderr, "error: trace read\n");
+        exit(1);
+    }
+    unsigned long long t0 = ~0ull;
+    std::vector<int> bs;
+    for (int b = 0; b < 512; b++)
+        if (c[b][0]) {
+            bs.push_back(b);
+            t0 = std::min(t0, c[b][0]);
+        }
+    auto med = [&](auto f, bool mx = false) {
+        std::vector<double> v;
+        for (int b : bs) {
+            const double x = f(b);
+            if (x >= 0) v.push_back(x);
+        }
+        if (v.empty()) return -1.0;
+        std::sort(v.begin(), v.end());
+        return mx ? v.back() : v[v.size() / 2];
+    };
+    auto rel = [&](int b, unsigned long long t) { return t && c[b][0] ? (double)(t - c[b][0]) : -1.0; };
+    printf("  %-4s CTAs %3zu | entry (since the first) med %.0f max %.0f | wait %.0f | loop done %.0f | epilogue done %.0f, max since the first entry %.0f ns\n",
+           tag, bs.size(), med([&](int b) { return (double)(c[b][0] - t0); }), med([&](int b) { return (double)(c[b][0] - t0); }, true),
+           med([&](int b) { return rel(b, c[b][1]); }), med([&](int b) { return rel(b, c[b][58]); }),
+           med([&](int b) { return rel(b, c[b][59]); }), med([&](int b) { return c[b][59] ? (double)(c[b][59] - t0) : -1.0; }, true));
+    for (int i = 0; i < nkb && i < 28; i++)
+        printf("    kb %2d iss %6.0f land %6.0f (max %6.0f) done %6.0f\n", i, i < 30 ? med([&](int b) { return rel(b, p[b][i]); }) : -1.0,
+               med([&](int b) { return rel(b, c[b][2 + i]); }), med([&](int b) { return rel(b, c[b][2 + i]); }, true),
+               med([&](int b) { return rel(b, c[b][30 + i]); }));
+}
+static void tytrace_set(void) {
+    const struct { const char *n; int64_t M, N, K; int bt, cl, ks, st; } ts[] = {
+        {"smol_down", 128, 576, 1536, 64, 1, 1, 12}, {"smol_down", 128, 576, 1536, 64, 1, 2, 0},
+        {"smol_down", 128, 576, 1536, 64, 1, 4, 0},  {"smol_down", 512, 576, 1536, 64, 1, 1, 12},
+        {"smol_down", 512, 576, 1536, 64, 8, 1, 12}, {"smol_down", 512, 576, 1536, 64, 1, 2, 0},
+        {"smol_qkv", 512, 960, 576, 32, 1, 1, 0},    {"smol_qkv", 128, 960, 576, 16, 1, 1, 0}};
+    uint8_t *flush;
+    BCK(cudaMalloc(&flush, 512ull << 20));
+    for (const auto &t : ts) {
+        uint16_t *x, *w, *y;
+        BCK(cudaMalloc(&x, (size_t)t.M * t.K * 2));
+        BCK(cudaMalloc(&w, (size_t)t.N * t.K * 2));
+        BCK(cudaMalloc(&y, (size_t)t.M * t.N * 2));
+        bf16_fill_kernel<<<256, 256, 0, g_s>>>(x, (size_t)t.M * t.K, 1);
+        bf16_fill_kernel<<<256, 256, 0, g_s>>>(w, (size_t)t.N * t.K, 2);
+        tinfer_gemm_bf16_args a;
+        memset(&a, 0, sizeof a);
+        a.M = t.M; a.N = t.N; a.K = t.K; a.X = x; a.ldx = t.K; a.W = w; a.ldw = t.K;
+        a.Y = y; a.ldy = t.N; a.y_dtype = TINFER_DTYPE_BF16; a.w_static = 1;
+        auto call = [&](int) {
+            tinfer_err err;
+            if (tinfer_gemm_bf16_tiny_ring(&a, t.bt, t.cl, t.ks, t.st, g_s, &err) != TINFER_OK) {
+                fprintf(stderr, "error: %s\n", err.msg);
+                exit(1);
+            }
+        };
+        for (int i = 0; i < 20; i++) call(i);
+        const bool gsave = g_graph;
+        g_graph = true;
+        const double us = time_us(call, 200);
+        g_graph = gsave;
+        const int nkb = (int)((t.K + 63) / 64 + t.ks - 1) / t.ks;
+        printf("tytrace %-10s M=%-5lld tile %d cluster %d split %d stages %d: graph %.2f us/call\n", t.n, (long long)t.M, t.bt, t.cl, t.ks,
+               t.st, us);
+        BCK(cudaDeviceSynchronize());
+        if (tinfer_ty_trace_clear() != 0) exit(1);
+        call(0);
+        tytrace_print("warm", nkb);
+        BCK(cudaMemsetAsync(flush, 1, 512ull << 20, g_s));
+        if (tinfer_ty_trace_clear() != 0) exit(1);
+        call(0);
+        tytrace_print("cold", nkb);
+        for (int i = 0; i < 50; i++) call(i);
+        tytrace_print("b2b", nkb);
+        /* the same call without its wgmmas (loads, barriers, epilogue of zeros) */
+        if (tinfer_ty_trace_nomma(1) != 0) exit(1);
+        BCK(cudaDeviceSynchronize());
+        if (tinfer_ty_trace_clear() != 0) exit(1);
+        call(0);
+        tytrace_print("nomma", nkb);
+        if (tinfer_ty_trace_nomma(0) != 0) exit(1);
+        BCK(cudaFree(x));
+        BCK(cudaFree(w));
+        BCK(cudaFree(y));
+    }
+    BCK(cudaFree(flush));
+}
 #endif
 
 extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
@@ -708,7 +808,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
     {
         static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny", "tmabw",
 #ifdef TINFER_WS_TRACE
-                                           "trace"
+                                           "trace", "tytrace"
 #endif
         };
         bool known = false;
@@ -749,6 +849,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
     if (!strcmp(set, "tmabw")) tinfer_bench_tma_bw(prop.multiProcessorCount);
 #ifdef TINFER_WS_TRACE
     if (!strcmp(set, "trace")) trace_set();
+    if (!strcmp(set, "tytrace")) tytrace_set();
 #endif
     if (all || !strcmp(set, "ladder")) {
         const struct { const char *n; int64_t N, K; } ls[] = {

@@ -26,6 +26,12 @@
  *    counts the release of every CTA of the cluster). Session 11: it streams a CTA's k-blocks at
  *    about half the rate cuBLAS's deep-ring kernels reach (SmolLM2 down M = 512, 72 unsplit
  *    64 x 64 CTAs through 12 stages: 10.4 us; multicast over 2-8: 11.0-11.3 us, session 12).
+ *  - The producer warp's lanes share the TMA issues (lane l: slots l, l + 32, ..; in a ring's
+ *    later rounds 4 lanes): one thread's TMA requests are served one after another at ~0.3 us
+ *    per barrier step (tma_bw.cu), and spreading them made the plain tile 2-12% faster
+ *    (session 12). What still holds a CTA to ~350 ns per 16 KB k-block is not found: the loads
+ *    alone (the wgmmas skipped, trace build) take as long, while tma_bw.cu streams the same
+ *    boxes through the same stages at ~170-200 ns (gemm/NOTES.md, session 12).
  *  - Or (measured slower, off by default): the token tiles of a row tile form a cluster of c CTAs
  *    (c <= 8), rank r loads the W box of k-blocks kb with kb % c == r and multicasts it to all c
  *    CTAs, so the weight tile leaves L2 once per cluster; each CTA loads its own X boxes. Each
@@ -56,6 +62,50 @@
 #include "gemm/tc/sm90.cuh"
 
 #include <string.h>
+
+/* Per-k-block timestamps (%globaltimer, ns) for builds configured with -DTINFER_WS_TRACE=ON
+ * (measurement only; elsewhere TY_MARK is empty and the kernel is unchanged). CTA b < TY_TRACE_CTAS:
+ *   consumer thread 0, ty_trace_c[b][]: 0 entry, 1 after griddepcontrol.wait, 2 + i k-block i
+ *   landed (full barrier passed), 30 + i k-block i's wgmmas complete (i < 28), 58 main loop done,
+ *   59 its epilogue stores done;
+ *   producer lane 0, ty_trace_p[b][]: i the loads of k-block i issued (i < 30), 30 after
+ *   griddepcontrol.wait, 31 entry.
+ * tinfer_ty_trace_read / _clear copy them out / zero them (bench set "tytrace"). */
+#define TY_TRACE_CTAS 512
+#ifdef TINFER_WS_TRACE
+__device__ unsigned long long ty_trace_c[TY_TRACE_CTAS][64];
+__device__ unsigned long long ty_trace_p[TY_TRACE_CTAS][32];
+template <int W> static __device__ __forceinline__ void ty_mark(unsigned long long (*arr)[W], int slot) {
+    if (blockIdx.x >= TY_TRACE_CTAS || slot >= W) return;
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+    arr[blockIdx.x][slot] = t;
+}
+#define TY_MARK(cond, arr, slot)                                                                   \
+    do {                                                                                           \
+        if (cond) ty_mark(arr, slot);                                                              \
+    } while (0)
+/* tinfer_ty_trace_nomma(1): the consumers skip their wgmmas (the loads and barriers alone) */
+__device__ int ty_trace_nomma;
+extern "C" int tinfer_ty_trace_nomma(int on) {
+    return cudaMemcpyToSymbol(ty_trace_nomma, &on, sizeof on) == cudaSuccess ? 0 : -1;
+}
+#define TY_TRACE_NOMMA ty_trace_nomma
+extern "C" int tinfer_ty_trace_read(unsigned long long *c, unsigned long long *p) {
+    if (cudaMemcpyFromSymbol(c, ty_trace_c, sizeof ty_trace_c) != cudaSuccess) return -1;
+    return cudaMemcpyFromSymbol(p, ty_trace_p, sizeof ty_trace_p) == cudaSuccess ? 0 : -1;
+}
+extern "C" int tinfer_ty_trace_clear(void) {
+    static unsigned long long z[TY_TRACE_CTAS][64];
+    if (cudaMemcpyToSymbol(ty_trace_c, z, sizeof ty_trace_c) != cudaSuccess) return -1;
+    return cudaMemcpyToSymbol(ty_trace_p, z, sizeof ty_trace_p) == cudaSuccess ? 0 : -1;
+}
+#else
+#define TY_TRACE_NOMMA 0
+#define TY_MARK(cond, arr, slot)                                                                   \
+    do {                                                                                           \
+    } while (0)
+#endif
 
 #define TY_BK 64
 #define TY_SLAB (64 * TY_BK * 2) /* one k-block's 64 W rows (wgmma's A operand) */
@@ -118,6 +168,7 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
     const int32_t c = MODE == TY_MCAST ? c_arg : 1, ksplit = MODE == TY_SPLIT ? ksplit_arg : 1;
     extern __shared__ uint8_t ty_smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)ty_smem_raw + 1023) & ~(uintptr_t)1023);
+    TY_MARK(threadIdx.x == 0, ty_trace_c, 0);
     uint8_t *red = smem + G::slots(kslots);
     uint64_t *full = (uint64_t *)(red + (ksplit - 1) * G::RED_BYTES);
     uint64_t *empty = full + kslots;                      /* RING */
@@ -148,59 +199,79 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
     else __syncthreads();
 
     if (warp == 4) {
+        /* The producer warp's lanes share the loads: one thread's TMA requests are served one
+         * barrier step after another, ~0.3 us each whatever their size (tma_bw.cu, gemm/NOTES.md
+         * session 12), so a CTA fed by one thread got ~50 B/ns; lane l takes slots l, l + 32, .. */
         if (lane == 0) {
             asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&map_w) : "memory");
             asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&map_x) : "memory");
-            /* W rows of the slab: plain 64 tw.. (one 64-row box); SwiGLU gate 32 tw.. over up
-             * F + 32 tw.. (two 32-row boxes; gate rows past F read up rows: their outputs are
-             * >= N' and not stored) */
-            const int32_t row0 = tw * OW, row1 = (int32_t)(a.N / 2) + tw * OW;
-            const uint16_t mask = (uint16_t)((1u << c) - 1u);
-            for (int32_t i = 0; i < pre; i++) mbar_expect_tx(&full[i], (uint32_t)G::KB_BYTES);
-            /* k-block kb's W rows into slot s */
-            auto load_w1 = [&](int32_t kb, int32_t s) {
-                uint8_t *slot = smem + s * G::KB_BYTES;
-                for (int h = 0; h < (SW ? 2 : 1); h++) {
-                    if constexpr (MODE == TY_MCAST) tma_load_2d_mc(slot + h * (TY_SLAB / 2), &map_w, kb * TY_BK, h ? row1 : row0, &full[s], mask);
-                    else tma_load_2d(slot + h * (TY_SLAB / 2), &map_w, kb * TY_BK, h ? row1 : row0, &full[s]);
-                }
-            };
-            auto load_w = [&]() {
-                for (int32_t kb = kb0 + rank; kb < kb0 + pre; kb += c) load_w1(kb, kb - kb0);
-            };
-            if (early) load_w();
-            tdec::pdl_launch_dependents();
-            tdec::pdl_wait();
-            if (!early) load_w();
-            for (int32_t kb = kb0; kb < kb0 + pre; kb++)
-                tma_load_2d(smem + (kb - kb0) * G::KB_BYTES + TY_SLAB, &map_x, kb * TY_BK, tt * BT, &full[kb - kb0]);
-            if constexpr (RING) /* later rounds: use u of slot s once the consumers (of every CTA of
-                                 * the cluster) released use u - 1. A peer's W box may land before
-                                 * this CTA's expect_tx: the phase still needs that arrival. */
-                for (int32_t i = pre; i < nkb; i++) {
+        }
+        /* W rows of the slab: plain 64 tw.. (one 64-row box); SwiGLU gate 32 tw.. over up
+         * F + 32 tw.. (two 32-row boxes; gate rows past F read up rows: their outputs are
+         * >= N' and not stored) */
+        const int32_t row0 = tw * OW, row1 = (int32_t)(a.N / 2) + tw * OW;
+        const uint16_t mask = (uint16_t)((1u << c) - 1u);
+        for (int32_t i = lane; i < pre; i += 32) mbar_expect_tx(&full[i], (uint32_t)G::KB_BYTES);
+        /* k-block kb's W rows into slot s (with multicast: the k-blocks of this rank, into every
+         * CTA of the cluster) */
+        auto load_w1 = [&](int32_t kb, int32_t s) {
+            uint8_t *slot = smem + s * G::KB_BYTES;
+            for (int h = 0; h < (SW ? 2 : 1); h++) {
+                if constexpr (MODE == TY_MCAST) tma_load_2d_mc(slot + h * (TY_SLAB / 2), &map_w, kb * TY_BK, h ? row1 : row0, &full[s], mask);
+                else tma_load_2d(slot + h * (TY_SLAB / 2), &map_w, kb * TY_BK, h ? row1 : row0, &full[s]);
+            }
+        };
+        auto load_w = [&]() {
+            for (int32_t i = lane; i < pre; i += 32)
+                if (MODE != TY_MCAST || i % c == rank) load_w1(kb0 + i, i);
+        };
+        TY_MARK(lane == 0, ty_trace_p, 31);
+        if (early) load_w();
+        if (lane == 0) tdec::pdl_launch_dependents();
+        tdec::pdl_wait();
+        TY_MARK(lane == 0, ty_trace_p, 30);
+        if (!early) load_w();
+        for (int32_t i = lane; i < pre; i += 32) {
+            tma_load_2d(smem + i * G::KB_BYTES + TY_SLAB, &map_x, (kb0 + i) * TY_BK, tt * BT, &full[i]);
+            TY_MARK(true, ty_trace_p, i);
+        }
+        /* later rounds: use u of slot s once the consumers (of every CTA of the cluster) released
+         * use u - 1; lane l of the first nl takes rounds' k-blocks pre + l, pre + l + nl, .. With
+         * nl <= kslots a batch of nl lanes waits only for k-blocks earlier batches issued, so the
+         * lanes may run converged. A peer's W box may land before this CTA's expect_tx: the phase
+         * still needs that arrival. */
+        if constexpr (RING) {
+            const int32_t nl = kslots < 4 ? kslots : 4;
+            if (lane < nl)
+                for (int32_t i = pre + lane; i < nkb; i += nl) {
                     const int32_t s = i % kslots, u = i / kslots;
                     mbar_wait(&empty[s], (uint32_t)(u - 1) & 1);
                     mbar_expect_tx(&full[s], (uint32_t)G::KB_BYTES);
                     if (MODE != TY_MCAST || i % c == rank) load_w1(kb0 + i, s);
                     tma_load_2d(smem + s * G::KB_BYTES + TY_SLAB, &map_x, (kb0 + i) * TY_BK, tt * BT, &full[s]);
+                    TY_MARK(true, ty_trace_p, i);
                 }
         }
     } else {
         /* the consumers touch global memory only in the epilogue, after the previous kernel */
         tdec::pdl_wait();
+        TY_MARK(threadIdx.x == 0, ty_trace_c, 1);
         float d[BT / 2];
         fence_acc(d);
         for (int32_t i = 0; i < nkb; i++) {
             const int32_t s = RING ? i % kslots : i;
             mbar_wait(&full[s], RING ? (uint32_t)(i / kslots) & 1 : 0);
+            TY_MARK(threadIdx.x == 0 && i < 28, ty_trace_c, 2 + i);
             const uint8_t *slot = smem + s * G::KB_BYTES;
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            if (!TY_TRACE_NOMMA) {
 #pragma unroll
-            for (int kk = 0; kk < TY_BK / 16; kk++) {
-                wgmma_m64xn<BT>(d, wgmma_desc(slot + kk * 32), wgmma_desc(slot + TY_SLAB + kk * 32), i != 0 || kk != 0);
+                for (int kk = 0; kk < TY_BK / 16; kk++)
+                    wgmma_m64xn<BT>(d, wgmma_desc(slot + kk * 32), wgmma_desc(slot + TY_SLAB + kk * 32), i != 0 || kk != 0);
             }
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            TY_MARK(threadIdx.x == 0 && i > 0 && i <= 28, ty_trace_c, 30 + i - 1);
             /* k-block i - 1's wgmmas are done: its slot may be refilled */
             if constexpr (RING && MODE == TY_MCAST) {
                 if (i > 0 && threadIdx.x < c) mbar_arrive_remote(cluster_map(&empty[(i - 1) % kslots], threadIdx.x));
@@ -210,6 +281,8 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         fence_acc(d);
+        TY_MARK(threadIdx.x == 0 && nkb <= 28, ty_trace_c, 30 + nkb - 1);
+        TY_MARK(threadIdx.x == 0, ty_trace_c, 58);
         if constexpr (MODE == TY_SPLIT) {
             /* chunk j of 4 accumulators (registers 4j..) sits at (j, thread) in 16-byte units,
              * pusher rk at chunk (rk - 1) BT / 8 + j: each warp writes 512 bytes in a row */
@@ -253,6 +326,7 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
             }
             tinfer_bf16_epi_store8(e, a, m, j0, v, u);
         }
+        TY_MARK(threadIdx.x == 0, ty_trace_c, 59);
     }
     /* no CTA leaves while a peer may still multicast into it */
     if constexpr (MODE == TY_MCAST) cluster_sync_all();
