@@ -26,7 +26,10 @@
  * spin on test_wait instead of try_wait, and all-at-once (one-shot 53); 2 / 4 issuing threads
  * (lanes or warps) 81-93 / 81-115; 12 lanes one-shot 97-117; rows shared by 9 or all CTAs, 128
  * polling threads (-7%) or a second descriptor change little. 132 CTAs together cap at
- * ~8.4 TB/s (~70 B/ns each) from L2, 10 TB/s when they all read the same rows.
+ * ~8.4 TB/s (~70 B/ns each) from L2, 10 TB/s when they all read the same rows. Rung 06's own
+ * pattern (SmolLM2 down's W and X, CTA = (row tile, token tile); last section) streams at 87
+ * B/ns per CTA through a 12-stage ring fed by 4 lanes, 97 all at once from 12 lanes, 29 from one.
+ * Figures move 10-20% between calls.
  */
 #include "gemm/tc/sm90.cuh"
 
@@ -81,7 +84,7 @@ static __device__ __forceinline__ void tb_wait(uint64_t *bar, uint32_t parity, i
 template <int DIMS>
 static __global__ void __launch_bounds__(288, 1)
     tb_kernel(const __grid_constant__ CUtensorMap map, const __grid_constant__ CUtensorMap map2, int R, int bps, int D, int kcols, int steps, int slots, int issuers,
-              int placement, int kb_inner, int spin, int share, int pollers, unsigned long long *ns_out) {
+              int placement, int kb_inner, int spin, int share, int pollers, int gx, unsigned long long *ns_out) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ uint8_t tb_raw[];
     uint8_t *sm = (uint8_t *)(((uintptr_t)tb_raw + 1023) & ~(uintptr_t)1023);
@@ -111,7 +114,11 @@ static __global__ void __launch_bounds__(288, 1)
                 mbar_expect_tx(&full[s], (uint32_t)stage);
                 for (int b = 0; b < bps; b++) {
                     uint8_t *dst = sm + s * stage + b * box;
-                    if constexpr (DIMS == 2) tma_load_2d(dst, b % 2 ? &map2 : &map, kb * 64, row0 + b * R, &full[s]);
+                    /* gx > 0: rung 06's pattern, box 0 the 64 W rows of row tile b / gx (map), box 1
+                     * the 64 X rows of token tile b % gx (map2) */
+                    if (DIMS == 2 && gx > 0)
+                        tma_load_2d(dst, b ? &map2 : &map, kb * 64, (b ? (int)blockIdx.x % gx : (int)blockIdx.x / gx) * 64, &full[s]);
+                    else if constexpr (DIMS == 2) tma_load_2d(dst, b % 2 ? &map2 : &map, kb * 64, row0 + b * R, &full[s]);
                     else if (kb_inner) tb_load_3d(dst, &map, 0, kb, row0 + b * R, &full[s]);
                     else tb_load_3d(dst, &map, 0, row0 + b * R, kb, &full[s]);
                 }
@@ -136,7 +143,7 @@ static __global__ void __launch_bounds__(288, 1)
     }
 #else
     (void)map; (void)map2; (void)R; (void)bps; (void)D; (void)kcols; (void)steps; (void)slots; (void)issuers; (void)placement; (void)kb_inner; (void)spin;
-    (void)share; (void)pollers; (void)ns_out;
+    (void)share; (void)pollers; (void)gx; (void)ns_out;
     __trap();
 #endif
 }
@@ -266,7 +273,7 @@ extern "C" void tinfer_bench_tma_bw(int n_sm) {
             std::vector<double> rate, first;
             for (int rep = 0; rep < 7; rep++) {
                 TB_CK(cudaEventRecord(e0));
-                kern<<<ctas, 288, smem>>>(m, m2, c.R, c.bps, c.D, kcols, steps, c.slots, c.issuers, c.placement, kb_inner, c.spin, c.share, c.pollers, d_ns);
+                kern<<<ctas, 288, smem>>>(m, m2, c.R, c.bps, c.D, kcols, steps, c.slots, c.issuers, c.placement, kb_inner, c.spin, c.share, c.pollers, 0, d_ns);
                 TB_CK(cudaGetLastError());
                 TB_CK(cudaEventRecord(e1));
                 TB_CK(cudaEventSynchronize(e1));
@@ -291,6 +298,48 @@ extern "C" void tinfer_bench_tma_bw(int n_sm) {
                    first[first.size() / 2], (double)steps * stage * ctas / (us * 1e3), us);
             TB_CK(cudaFree(buf));
         }
+    }
+    /* Rung 06's loads on SmolLM2 down (W 576 x 1536, X M x 1536, 64-row boxes, CTA (row tile,
+     * token tile) as in 06_wgmma_tiny.cu, 24 k-blocks per pass) */
+    for (int64_t M : {128, 512}) {
+        const int64_t N = 576, K = 1536;
+        const int gx = (int)(M / 64), ctas = 9 * gx, kcols = 24, stage = 16384;
+        uint16_t *w, *x;
+        TB_CK(cudaMalloc(&w, (size_t)N * K * 2));
+        TB_CK(cudaMalloc(&x, (size_t)M * K * 2));
+        tb_fill<<<256, 256>>>(w, (size_t)N * K);
+        tb_fill<<<256, 256>>>(x, (size_t)M * K);
+        TB_CK(cudaGetLastError());
+        CUtensorMap mw, mx;
+        int kb_inner = 0;
+        tb_map(&mw, w, N, K, 2, 64, 1, &kb_inner);
+        tb_map(&mx, x, M, K, 2, 64, 1, &kb_inner);
+        const struct { const char *name; int slots, issuers, oneshot; } rc[] = {
+            {"down pattern ring, 1 lane", 12, 1, 0}, {"down pattern ring, 4 lanes", 12, 4, 0},
+            {"down pattern one-shot, 12 lanes", 12, 12, 1}};
+        for (const auto &r : rc) {
+            const int steps = r.oneshot ? r.slots : 24 * 20;
+            const size_t smem = (size_t)r.slots * stage + 1024 + 2 * TB_SLOTS_MAX * 8;
+            TB_CK(cudaFuncSetAttribute(tb_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            std::vector<double> rate, first;
+            for (int rep = 0; rep < 7; rep++) {
+                tb_kernel<2><<<ctas, 288, smem>>>(mw, mx, 64, 2, 1, kcols, steps, r.slots, r.issuers, 1, 0, 0, 1, 1, gx, d_ns);
+                TB_CK(cudaGetLastError());
+                TB_CK(cudaDeviceSynchronize());
+            }
+            std::vector<unsigned long long> ns(3 * ctas);
+            TB_CK(cudaMemcpy(ns.data(), d_ns, sizeof(unsigned long long) * 3 * ctas, cudaMemcpyDeviceToHost));
+            for (int b = 0; b < ctas; b++) {
+                rate.push_back((double)(steps - 1) * stage / (double)(ns[3 * b + 2] - ns[3 * b + 1]));
+                first.push_back((double)(ns[3 * b + 1] - ns[3 * b]));
+            }
+            std::sort(rate.begin(), rate.end());
+            std::sort(first.begin(), first.end());
+            printf("tmabw %-40s M %4lld | CTAs %3d | per CTA %6.1f B/ns (lowest %6.1f), first stage %5.0f ns\n", r.name, (long long)M, ctas,
+                   rate[rate.size() / 2], rate[0], first[first.size() / 2]);
+        }
+        TB_CK(cudaFree(w));
+        TB_CK(cudaFree(x));
     }
     TB_CK(cudaFree(d_ns));
     TB_CK(cudaEventDestroy(e0));
