@@ -608,6 +608,37 @@ extern "C" void tinfer_bench_tma_bw(int n_sm);
  * back ("b2b"), next to the graph-timed cost per call. Each slot: median / max over the CTAs of
  * the time since the first CTA's entry (globaltimer, ns), and the median per-CTA cycles since
  * its own entry (clock64). */
+/* Random BF16 X [M, K], W [N, K], a BF16 Y [M, N], and the arguments of a call on them */
+struct trace_case {
+    uint16_t *x, *w, *y;
+    tinfer_gemm_bf16_args a;
+};
+static trace_case trace_case_new(int64_t M, int64_t N, int64_t K) {
+    trace_case c;
+    BCK(cudaMalloc(&c.x, (size_t)M * K * 2));
+    BCK(cudaMalloc(&c.w, (size_t)N * K * 2));
+    BCK(cudaMalloc(&c.y, (size_t)M * N * 2));
+    bf16_fill_kernel<<<256, 256, 0, g_s>>>(c.x, (size_t)M * K, 1);
+    bf16_fill_kernel<<<256, 256, 0, g_s>>>(c.w, (size_t)N * K, 2);
+    memset(&c.a, 0, sizeof c.a);
+    c.a.M = M; c.a.N = N; c.a.K = K; c.a.X = c.x; c.a.ldx = K; c.a.W = c.w; c.a.ldw = K;
+    c.a.Y = c.y; c.a.ldy = N; c.a.y_dtype = TINFER_DTYPE_BF16;
+    return c;
+}
+/* 20 warm-up calls, then the graph-timed cost per call */
+template <class F> static double trace_graph_us(F call) {
+    for (int i = 0; i < 20; i++) call(i);
+    const bool gsave = g_graph;
+    g_graph = true;
+    const double us = time_us(call, 200);
+    g_graph = gsave;
+    return us;
+}
+static void trace_case_free(trace_case &c) {
+    BCK(cudaFree(c.x));
+    BCK(cudaFree(c.w));
+    BCK(cudaFree(c.y));
+}
 extern "C" int tinfer_ws_trace_read(unsigned long long *ns, long long *clk);
 extern "C" int tinfer_ws_trace_clear(void);
 static void trace_print(const char *tag) {
@@ -649,16 +680,8 @@ static void trace_set(void) {
         {"smol_o", 64, 576, 576},      {"smol_o", 512, 576, 576},      {"smol_qkv", 128, 960, 576},
         {"smol_gateup", 512, 3072, 576}, {"llama_qkv", 128, 6144, 4096}, {"square", 4096, 4096, 4096}};
     for (const auto &t : ts) {
-        uint16_t *x, *w, *y;
-        BCK(cudaMalloc(&x, (size_t)t.M * t.K * 2));
-        BCK(cudaMalloc(&w, (size_t)t.N * t.K * 2));
-        BCK(cudaMalloc(&y, (size_t)t.M * t.N * 2));
-        bf16_fill_kernel<<<256, 256, 0, g_s>>>(x, (size_t)t.M * t.K, 1);
-        bf16_fill_kernel<<<256, 256, 0, g_s>>>(w, (size_t)t.N * t.K, 2);
-        tinfer_gemm_bf16_args a;
-        memset(&a, 0, sizeof a);
-        a.M = t.M; a.N = t.N; a.K = t.K; a.X = x; a.ldx = t.K; a.W = w; a.ldw = t.K;
-        a.Y = y; a.ldy = t.N; a.y_dtype = TINFER_DTYPE_BF16;
+        trace_case tc = trace_case_new(t.M, t.N, t.K);
+        tinfer_gemm_bf16_args &a = tc.a;
         auto call = [&](int) {
             tinfer_err err;
             if (tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_WS, &a, g_s, &err) != TINFER_OK) {
@@ -666,11 +689,7 @@ static void trace_set(void) {
                 exit(1);
             }
         };
-        for (int i = 0; i < 20; i++) call(i);
-        const bool gsave = g_graph;
-        g_graph = true;
-        const double us = time_us(call, 200);
-        g_graph = gsave;
+        const double us = trace_graph_us(call);
         printf("trace %-12s M=%-5lld N=%-5lld K=%-5lld graph %.2f us/call\n", t.n, (long long)t.M, (long long)t.N,
                (long long)t.K, us);
         BCK(cudaDeviceSynchronize());
@@ -679,9 +698,7 @@ static void trace_set(void) {
         trace_print("iso");
         for (int i = 0; i < 50; i++) call(i);
         trace_print("b2b");
-        BCK(cudaFree(x));
-        BCK(cudaFree(w));
-        BCK(cudaFree(y));
+        trace_case_free(tc);
     }
 }
 
@@ -736,16 +753,9 @@ static void tytrace_set(void) {
     uint8_t *flush;
     BCK(cudaMalloc(&flush, 512ull << 20));
     for (const auto &t : ts) {
-        uint16_t *x, *w, *y;
-        BCK(cudaMalloc(&x, (size_t)t.M * t.K * 2));
-        BCK(cudaMalloc(&w, (size_t)t.N * t.K * 2));
-        BCK(cudaMalloc(&y, (size_t)t.M * t.N * 2));
-        bf16_fill_kernel<<<256, 256, 0, g_s>>>(x, (size_t)t.M * t.K, 1);
-        bf16_fill_kernel<<<256, 256, 0, g_s>>>(w, (size_t)t.N * t.K, 2);
-        tinfer_gemm_bf16_args a;
-        memset(&a, 0, sizeof a);
-        a.M = t.M; a.N = t.N; a.K = t.K; a.X = x; a.ldx = t.K; a.W = w; a.ldw = t.K;
-        a.Y = y; a.ldy = t.N; a.y_dtype = TINFER_DTYPE_BF16; a.w_static = 1;
+        trace_case tc = trace_case_new(t.M, t.N, t.K);
+        tinfer_gemm_bf16_args &a = tc.a;
+        a.w_static = 1;
         auto call = [&](int) {
             tinfer_err err;
             if (tinfer_gemm_bf16_tiny_ring(&a, t.bt, t.cl, t.ks, t.st, g_s, &err) != TINFER_OK) {
@@ -753,11 +763,7 @@ static void tytrace_set(void) {
                 exit(1);
             }
         };
-        for (int i = 0; i < 20; i++) call(i);
-        const bool gsave = g_graph;
-        g_graph = true;
-        const double us = time_us(call, 200);
-        g_graph = gsave;
+        const double us = trace_graph_us(call);
         const int nkb = (int)((t.K + 63) / 64 + t.ks - 1) / t.ks;
         printf("tytrace %-10s M=%-5lld tile %d cluster %d split %d stages %d: graph %.2f us/call\n", t.n, (long long)t.M, t.bt, t.cl, t.ks,
                t.st, us);
@@ -778,9 +784,7 @@ static void tytrace_set(void) {
         call(0);
         tytrace_print("nomma", nkb);
         if (tinfer_ty_trace_nomma(0) != 0) exit(1);
-        BCK(cudaFree(x));
-        BCK(cudaFree(w));
-        BCK(cudaFree(y));
+        trace_case_free(tc);
     }
     BCK(cudaFree(flush));
 }
