@@ -62,6 +62,14 @@ static __device__ __forceinline__ void tb_load_3d(void *dst, const CUtensorMap *
 }
 #endif
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+static __device__ __forceinline__ unsigned long long tb_now(void) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+    return t;
+}
+#endif
+
 /* wait for a phase: spin == 0 mbarrier.try_wait (the thread may be suspended until the phase
  * completes or a time limit passes: sm90.cuh's mbar_wait), 1 a spin on mbarrier.test_wait (never
  * suspends) */
@@ -126,17 +134,17 @@ static __global__ void __launch_bounds__(288, 1)
     } else if ((int)threadIdx.x - 160 < pollers) {
         /* the consumer: `pollers` threads from 160 on wait on each full barrier (rung 06's
          * warpgroup: 128), meet on a named barrier, thread 160 releases the stage */
-        unsigned long long t0, t1 = 0, t2;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0)::"memory");
+        const unsigned long long t0 = tb_now();
+        unsigned long long t1 = 0;
         for (int j = 0; j < steps; j++) {
             const int s = j % slots;
             tb_wait(&full[s], (uint32_t)(j / slots) & 1, spin);
             if (pollers > 1) bar_sync(1, (pollers + 31) / 32 * 32);
-            if (j == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1)::"memory");
+            if (j == 0) t1 = tb_now();
             if (threadIdx.x == 160) mbar_arrive(&empty[s]);
         }
         if (threadIdx.x != 160) return;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t2)::"memory");
+        const unsigned long long t2 = tb_now();
         ns_out[3 * blockIdx.x] = t0;
         ns_out[3 * blockIdx.x + 1] = t1;
         ns_out[3 * blockIdx.x + 2] = t2;
@@ -195,6 +203,24 @@ static void tb_map(CUtensorMap *m, const uint16_t *base, int64_t rows, int64_t K
 static __global__ void tb_fill(uint16_t *p, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         p[i] = (uint16_t)(0x3c00u + (uint32_t)((i * 2654435761u) >> 22)); /* finite, not zero */
+}
+
+/* The last launch's per-CTA figures (ns_out of tb_kernel): the stages after the first over the
+ * time after it landed (median and lowest, B/ns) and the first stage's latency (median, ns) */
+struct tb_rate {
+    double med, low, first;
+};
+static tb_rate tb_rates(const unsigned long long *d_ns, int ctas, int steps, int stage) {
+    std::vector<unsigned long long> ns(3 * ctas);
+    TB_CK(cudaMemcpy(ns.data(), d_ns, sizeof(unsigned long long) * 3 * ctas, cudaMemcpyDeviceToHost));
+    std::vector<double> rate, first;
+    for (int b = 0; b < ctas; b++) {
+        rate.push_back((double)(steps - 1) * stage / (double)(ns[3 * b + 2] - ns[3 * b + 1]));
+        first.push_back((double)(ns[3 * b + 1] - ns[3 * b]));
+    }
+    std::sort(rate.begin(), rate.end());
+    std::sort(first.begin(), first.end());
+    return {rate[rate.size() / 2], rate[0], first[first.size() / 2]};
 }
 
 extern "C" void tinfer_bench_tma_bw(int n_sm) {
@@ -270,7 +296,6 @@ extern "C" void tinfer_bench_tma_bw(int n_sm) {
             auto kern = c.dims == 2 ? tb_kernel<2> : tb_kernel<3>;
             TB_CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
             std::vector<float> ts;
-            std::vector<double> rate, first;
             for (int rep = 0; rep < 7; rep++) {
                 TB_CK(cudaEventRecord(e0));
                 kern<<<ctas, 288, smem>>>(m, m2, c.R, c.bps, c.D, kcols, steps, c.slots, c.issuers, c.placement, kb_inner, c.spin, c.share, c.pollers, 0, d_ns);
@@ -280,22 +305,12 @@ extern "C" void tinfer_bench_tma_bw(int n_sm) {
                 float ms = 0;
                 TB_CK(cudaEventElapsedTime(&ms, e0, e1));
                 ts.push_back(ms);
-                if (rep == 6) {
-                    std::vector<unsigned long long> ns(3 * ctas);
-                    TB_CK(cudaMemcpy(ns.data(), d_ns, sizeof(unsigned long long) * 3 * ctas, cudaMemcpyDeviceToHost));
-                    for (int b = 0; b < ctas; b++) { /* stages after the first over the time after it landed */
-                        rate.push_back((double)(steps - 1) * stage / (double)(ns[3 * b + 2] - ns[3 * b + 1]));
-                        first.push_back((double)(ns[3 * b + 1] - ns[3 * b]));
-                    }
-                }
             }
+            const tb_rate r = tb_rates(d_ns, ctas, steps, stage);
             std::sort(ts.begin(), ts.end());
-            std::sort(rate.begin(), rate.end());
-            std::sort(first.begin(), first.end());
             const double us = ts[ts.size() / 2] * 1e3;
             printf("tmabw %-32s%s %2d KB x %2d | CTAs %3d | per CTA %6.1f B/ns (lowest %6.1f), first stage %5.0f ns | all %5.0f GB/s | %7.1f us\n",
-                   c.name, kb_inner ? " (rows outer)" : "", stage / 1024, c.slots, ctas, rate[rate.size() / 2], rate[0],
-                   first[first.size() / 2], (double)steps * stage * ctas / (us * 1e3), us);
+                   c.name, kb_inner ? " (rows outer)" : "", stage / 1024, c.slots, ctas, r.med, r.low, r.first, (double)steps * stage * ctas / (us * 1e3), us);
             TB_CK(cudaFree(buf));
         }
     }
@@ -321,22 +336,14 @@ extern "C" void tinfer_bench_tma_bw(int n_sm) {
             const int steps = r.oneshot ? r.slots : 24 * 20;
             const size_t smem = (size_t)r.slots * stage + 1024 + 2 * TB_SLOTS_MAX * 8;
             TB_CK(cudaFuncSetAttribute(tb_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            std::vector<double> rate, first;
             for (int rep = 0; rep < 7; rep++) {
                 tb_kernel<2><<<ctas, 288, smem>>>(mw, mx, 64, 2, 1, kcols, steps, r.slots, r.issuers, 1, 0, 0, 1, 1, gx, d_ns);
                 TB_CK(cudaGetLastError());
                 TB_CK(cudaDeviceSynchronize());
             }
-            std::vector<unsigned long long> ns(3 * ctas);
-            TB_CK(cudaMemcpy(ns.data(), d_ns, sizeof(unsigned long long) * 3 * ctas, cudaMemcpyDeviceToHost));
-            for (int b = 0; b < ctas; b++) {
-                rate.push_back((double)(steps - 1) * stage / (double)(ns[3 * b + 2] - ns[3 * b + 1]));
-                first.push_back((double)(ns[3 * b + 1] - ns[3 * b]));
-            }
-            std::sort(rate.begin(), rate.end());
-            std::sort(first.begin(), first.end());
+            const tb_rate q = tb_rates(d_ns, ctas, steps, stage);
             printf("tmabw %-40s M %4lld | CTAs %3d | per CTA %6.1f B/ns (lowest %6.1f), first stage %5.0f ns\n", r.name, (long long)M, ctas,
-                   rate[rate.size() / 2], rate[0], first[first.size() / 2]);
+                   q.med, q.low, q.first);
         }
         TB_CK(cudaFree(w));
         TB_CK(cudaFree(x));
