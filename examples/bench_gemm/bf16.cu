@@ -709,14 +709,20 @@ static void trace_set(void) {
  * issued its loads ("iss"), the consumer saw it land ("land") and its wgmmas completed ("done"). */
 extern "C" int tinfer_ty_trace_read(unsigned long long *c, unsigned long long *p);
 extern "C" int tinfer_ty_trace_clear(void);
-extern "C" int tinfer_ty_trace_nomma(int on);
-static void tytrace_print(const char *tag, int nkb) {
-    static unsigned long long c[512][64], p[512][32];
+extern "C" int tinfer_ty_trace_flags(int f);
+/* the last call's trace: consumer c[CTA][], producer p[CTA][] (06_wgmma_tiny.cu, TY_MARK) */
+static unsigned long long ty_c[512][64], ty_p[512][32];
+static void tytrace_read(void) {
     BCK(cudaDeviceSynchronize());
-    if (tinfer_ty_trace_read(&c[0][0], &p[0][0]) != 0) {
+    if (tinfer_ty_trace_read(&ty_c[0][0], &ty_p[0][0]) != 0) {
         fprintf(stderr, "error: trace read\n");
         exit(1);
     }
+}
+static void tytrace_print(const char *tag, int nkb) {
+    auto &c = ty_c;
+    auto &p = ty_p;
+    tytrace_read();
     unsigned long long t0 = ~0ull;
     std::vector<int> bs;
     for (int b = 0; b < 512; b++)
@@ -778,15 +784,77 @@ static void tytrace_set(void) {
         for (int i = 0; i < 50; i++) call(i);
         tytrace_print("b2b", nkb);
         /* the same call without its wgmmas (loads, barriers, epilogue of zeros) */
-        if (tinfer_ty_trace_nomma(1) != 0) exit(1);
+        if (tinfer_ty_trace_flags(1) != 0) exit(1);
         BCK(cudaDeviceSynchronize());
         if (tinfer_ty_trace_clear() != 0) exit(1);
         call(0);
         tytrace_print("nomma", nkb);
-        if (tinfer_ty_trace_nomma(0) != 0) exit(1);
+        if (tinfer_ty_trace_flags(0) != 0) exit(1);
         trace_case_free(tc);
     }
     BCK(cudaFree(flush));
+}
+
+/* Set "tybisect" (trace builds only): rung 06 with parts of the kernel switched off or moved
+ * (tinfer_ty_trace_flags; 06_wgmma_tiny.cu), to find what holds a CTA's k-blocks to ~350 ns
+ * each. Per flag set: the graph-timed cost per call, and from one call (W and X in L2) the
+ * medians over the CTAs of the first k-block's landing (ns since the CTA's entry), the interval
+ * between k-blocks ((last - first landing) / (k-blocks - 1)) and the rate that gives per CTA. */
+static void tybisect_set(void) {
+    const struct { const char *n; int64_t M, N, K; int bt, ks, st; } ts[] = {
+        {"smol_down", 512, 576, 1536, 64, 1, 12}, {"smol_down", 128, 576, 1536, 64, 2, 0}, {"smol_qkv", 128, 960, 576, 16, 1, 0}};
+    /* TYF_: 1 no wgmma, 4 W after the PDL wait with X, 8 no griddepcontrol, 16 one polling
+     * consumer thread, 32 ring slots released at once, 64 the producer's ring waits sleep between
+     * polls, 128 the producer's ring lanes sleep until the first round landed */
+    const struct { const char *n; int f; } fs[] = {
+        {"as is", 0},         {"nomma", 1},          {"nomma latew", 5},   {"+nogdc", 13},
+        {"+poll1", 29},       {"+relnow", 61},       {"psleep", 64},       {"plate", 128},
+        {"psleep plate", 192}, {"nomma psleep", 65}, {"nomma plate", 129}};
+    const char *pdl = getenv("TINFER_GEMM_WGMMA_PDL");
+    printf("tybisect: PDL launch attribute %s\n", pdl && !strcmp(pdl, "0") ? "off" : "on");
+    for (const auto &t : ts) {
+        trace_case tc = trace_case_new(t.M, t.N, t.K);
+        tinfer_gemm_bf16_args &a = tc.a;
+        a.w_static = 1;
+        auto call = [&](int) {
+            tinfer_err err;
+            if (tinfer_gemm_bf16_tiny_ring(&a, t.bt, 1, t.ks, t.st, g_s, &err) != TINFER_OK) {
+                fprintf(stderr, "error: %s\n", err.msg);
+                exit(1);
+            }
+        };
+        const int nkb = (int)std::min<int64_t>(((t.K + 63) / 64 + t.ks - 1) / t.ks, 28);
+        const double kb_bytes = 64.0 * 128 + t.bt * 128.0;
+        for (const auto &f : fs) {
+            if (tinfer_ty_trace_flags(f.f) != 0) exit(1);
+            const double us = trace_graph_us(call);
+            BCK(cudaDeviceSynchronize());
+            if (tinfer_ty_trace_clear() != 0) exit(1);
+            call(0);
+            tytrace_read();
+            /* r1: the k-blocks of a ring's first round (all requested at once) */
+            const int r1 = t.st > 0 && t.st < nkb ? t.st : nkb;
+            std::vector<double> first, iv, iv1;
+            for (int b = 0; b < 512; b++) {
+                if (!ty_c[b][0] || !ty_c[b][2] || !ty_c[b][2 + nkb - 1]) continue;
+                first.push_back((double)(ty_c[b][2] - ty_c[b][0]));
+                iv.push_back((double)(ty_c[b][2 + nkb - 1] - ty_c[b][2]) / (nkb - 1));
+                iv1.push_back((double)(ty_c[b][2 + r1 - 1] - ty_c[b][2]) / (r1 - 1));
+            }
+            if (iv.empty()) {
+                fprintf(stderr, "error: empty trace\n");
+                exit(1);
+            }
+            std::sort(first.begin(), first.end());
+            std::sort(iv.begin(), iv.end());
+            std::sort(iv1.begin(), iv1.end());
+            const double ivm = iv[iv.size() / 2];
+            printf("tybisect %-9s M=%-4lld tile %d split %d stages %2d | %-14s (%3d) | graph %6.2f us | first %5.0f ns | kb every %4.0f ns = %5.1f B/ns per CTA (first %d: %4.0f ns)\n",
+                   t.n, (long long)t.M, t.bt, t.ks, t.st, f.n, f.f, us, first[first.size() / 2], ivm, kb_bytes / ivm, r1, iv1[iv1.size() / 2]);
+        }
+        if (tinfer_ty_trace_flags(0) != 0) exit(1);
+        trace_case_free(tc);
+    }
 }
 #endif
 
@@ -812,7 +880,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
     {
         static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny", "tmabw",
 #ifdef TINFER_WS_TRACE
-                                           "trace", "tytrace"
+                                           "trace", "tytrace", "tybisect"
 #endif
         };
         bool known = false;
@@ -854,6 +922,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
 #ifdef TINFER_WS_TRACE
     if (!strcmp(set, "trace")) trace_set();
     if (!strcmp(set, "tytrace")) tytrace_set();
+    if (!strcmp(set, "tybisect")) tybisect_set();
 #endif
     if (all || !strcmp(set, "ladder")) {
         const struct { const char *n; int64_t N, K; } ls[] = {

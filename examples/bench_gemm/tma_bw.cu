@@ -28,7 +28,9 @@
  * polling threads (-7%) or a second descriptor change little. 132 CTAs together cap at
  * ~8.4 TB/s (~70 B/ns each) from L2, 10 TB/s when they all read the same rows. Rung 06's own
  * pattern (SmolLM2 down's W and X, CTA = (row tile, token tile); last section) streams at 87
- * B/ns per CTA through a 12-stage ring fed by 4 lanes, 97 all at once from 12 lanes, 29 from one.
+ * B/ns per CTA through a 12-stage ring fed by 4 lanes, 97 all at once from 12 lanes, 29 from one;
+ * session 13: as fast over rung 06's own 24 k-blocks (24 steps through 12 stages, 4 / 6 / 12
+ * lanes: 90 / 97 / 97), where rung 06's ring lands its first 12 at about half that rate.
  * Figures move 10-20% between calls.
  */
 #include "gemm/tc/sm90.cuh"
@@ -79,12 +81,8 @@ static __device__ __forceinline__ void tb_wait(uint64_t *bar, uint32_t parity, i
         mbar_wait(bar, parity);
         return;
     }
-    uint32_t done = 0;
-    while (!done)
-        asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(smem_u32(bar)), "r"(parity)
-                     : "memory");
+    while (!mbar_test(bar, parity)) {
+    }
 }
 #endif
 
@@ -329,11 +327,13 @@ extern "C" void tinfer_bench_tma_bw(int n_sm) {
         int kb_inner = 0;
         tb_map(&mw, w, N, K, 2, 64, 1, &kb_inner);
         tb_map(&mx, x, M, K, 2, 64, 1, &kb_inner);
-        const struct { const char *name; int slots, issuers, oneshot; } rc[] = {
-            {"down pattern ring, 1 lane", 12, 1, 0}, {"down pattern ring, 4 lanes", 12, 4, 0},
-            {"down pattern one-shot, 12 lanes", 12, 12, 1}};
+        /* steps: 20 passes over K (the steady state), or one (rung 06's 24 k-blocks) */
+        const struct { const char *name; int slots, issuers, oneshot, steps; } rc[] = {
+            {"down pattern ring, 1 lane", 12, 1, 0, 24 * 20},        {"down pattern ring, 4 lanes", 12, 4, 0, 24 * 20},
+            {"down pattern one-shot, 12 lanes", 12, 12, 1, 12},      {"down pattern ring, 4 lanes, 24 steps", 12, 4, 0, 24},
+            {"down pattern ring, 12 lanes, 24 steps", 12, 12, 0, 24}, {"down pattern ring, 6 lanes, 24 steps", 12, 6, 0, 24}};
         for (const auto &r : rc) {
-            const int steps = r.oneshot ? r.slots : 24 * 20;
+            const int steps = r.steps;
             const size_t smem = (size_t)r.slots * stage + 1024 + 2 * TB_SLOTS_MAX * 8;
             TB_CK(cudaFuncSetAttribute(tb_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
             for (int rep = 0; rep < 7; rep++) {

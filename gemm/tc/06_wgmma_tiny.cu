@@ -29,9 +29,14 @@
  *  - The producer warp's lanes share the TMA issues (lane l: slots l, l + 32, ..; in a ring's
  *    later rounds 4 lanes): one thread's TMA requests are served one after another at ~0.3 us
  *    per barrier step (tma_bw.cu), and spreading them made the plain tile 2-12% faster
- *    (session 12). What still holds a CTA to ~350 ns per 16 KB k-block is not found: the loads
- *    alone (the wgmmas skipped, trace build) take as long, while tma_bw.cu streams the same
- *    boxes through the same stages at ~170-200 ns (gemm/NOTES.md, session 12).
+ *    (session 12).
+ *  - The consumers fence once and then issue every k-block's wgmmas without waiting for the
+ *    previous group (a ring waits for it, to release the slot): with a fence and a wait at
+ *    every k-block ptxas kept the loop off the uniform datapath, and the plain tile took 2-15%
+ *    longer on most cells (session 13). A ring still lands its first round of k-blocks, all
+ *    requested at once, about half as fast as the plain tile (~340-440 vs ~150-200 ns per 16 KB,
+ *    trace builds, with or without the wgmmas); tma_bw.cu's rings of the same shape do not
+ *    (gemm/NOTES.md, sessions 12-13).
  *  - Or (measured slower, off by default): the token tiles of a row tile form a cluster of c CTAs
  *    (c <= 8), rank r loads the W box of k-blocks kb with kb % c == r and multicasts it to all c
  *    CTAs, so the weight tile leaves L2 once per cluster; each CTA loads its own X boxes. Each
@@ -62,6 +67,7 @@
 #include "gemm/tc/sm90.cuh"
 
 #include <string.h>
+#include <type_traits>
 
 /* Per-k-block timestamps (%globaltimer, ns) for builds configured with -DTINFER_WS_TRACE=ON
  * (measurement only; elsewhere TY_MARK is empty and the kernel is unchanged). CTA b < TY_TRACE_CTAS:
@@ -85,12 +91,20 @@ template <int W> static __device__ __forceinline__ void ty_mark(unsigned long lo
     do {                                                                                           \
         if (cond) ty_mark(arr, slot);                                                              \
     } while (0)
-/* tinfer_ty_trace_nomma(1): the consumers skip their wgmmas (the loads and barriers alone) */
-__device__ int ty_trace_nomma;
-extern "C" int tinfer_ty_trace_nomma(int on) {
-    return cudaMemcpyToSymbol(ty_trace_nomma, &on, sizeof on) == cudaSuccess ? 0 : -1;
+/* tinfer_ty_trace_flags(f): parts of the kernel switched off or moved, to find what limits the
+ * rate at which a CTA's k-blocks land (bench set "tybisect"); the results are wrong unless f = 0.
+ * TYF_NOMMA the consumers skip their wgmmas (the loads and barriers alone); TYF_LATEW the W loads after the PDL wait, each with its slot's X
+ * load; TYF_NOGDC no griddepcontrol instructions; TYF_POLL1 only consumer thread 0 waits on the
+ * full barriers; TYF_RELNOW a ring slot released as soon as it landed (not one k-block behind);
+ * TYF_PSLEEP the producer's ring waits poll test_wait with a 100 ns sleep between polls (instead
+ * of try_wait); TYF_PLATE the producer's ring lanes sleep until the first round has landed before
+ * they wait on any empty barrier. */
+__device__ int ty_trace_flags;
+extern "C" int tinfer_ty_trace_flags(int f) {
+    return cudaMemcpyToSymbol(ty_trace_flags, &f, sizeof f) == cudaSuccess ? 0 : -1;
 }
-#define TY_TRACE_NOMMA ty_trace_nomma
+#define TY_TF(bit) (ty_tf & (bit))
+#define TY_TF_READ const int ty_tf = ty_trace_flags /* once, into a register */
 extern "C" int tinfer_ty_trace_read(unsigned long long *c, unsigned long long *p) {
     if (cudaMemcpyFromSymbol(c, ty_trace_c, sizeof ty_trace_c) != cudaSuccess) return -1;
     return cudaMemcpyFromSymbol(p, ty_trace_p, sizeof ty_trace_p) == cudaSuccess ? 0 : -1;
@@ -101,11 +115,14 @@ extern "C" int tinfer_ty_trace_clear(void) {
     return cudaMemcpyToSymbol(ty_trace_p, z, sizeof ty_trace_p) == cudaSuccess ? 0 : -1;
 }
 #else
-#define TY_TRACE_NOMMA 0
+#define TY_TF(bit) 0
+#define TY_TF_READ
 #define TY_MARK(cond, arr, slot)                                                                   \
     do {                                                                                           \
     } while (0)
 #endif
+
+enum { TYF_NOMMA = 1, TYF_LATEW = 4, TYF_NOGDC = 8, TYF_POLL1 = 16, TYF_RELNOW = 32, TYF_PSLEEP = 64, TYF_PLATE = 128 };
 
 #define TY_BK 64
 #define TY_SLAB (64 * TY_BK * 2) /* one k-block's 64 W rows (wgmma's A operand) */
@@ -169,6 +186,7 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
     extern __shared__ uint8_t ty_smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)ty_smem_raw + 1023) & ~(uintptr_t)1023);
     TY_MARK(threadIdx.x == 0, ty_trace_c, 0);
+    TY_TF_READ;
     uint8_t *red = smem + G::slots(kslots);
     uint64_t *full = (uint64_t *)(red + (ksplit - 1) * G::RED_BYTES);
     uint64_t *empty = full + kslots;                      /* RING */
@@ -226,12 +244,16 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
                 if (MODE != TY_MCAST || i % c == rank) load_w1(kb0 + i, i);
         };
         TY_MARK(lane == 0, ty_trace_p, 31);
-        if (early) load_w();
-        if (lane == 0) tdec::pdl_launch_dependents();
-        tdec::pdl_wait();
+        const bool latew = TY_TF(TYF_LATEW) != 0;
+        if (early && !latew) load_w();
+        if (!TY_TF(TYF_NOGDC)) {
+            if (lane == 0) tdec::pdl_launch_dependents();
+            tdec::pdl_wait();
+        }
         TY_MARK(lane == 0, ty_trace_p, 30);
-        if (!early) load_w();
+        if (!early && !latew) load_w();
         for (int32_t i = lane; i < pre; i += 32) {
+            if (latew && (MODE != TY_MCAST || i % c == rank)) load_w1(kb0 + i, i);
             tma_load_2d(smem + i * G::KB_BYTES + TY_SLAB, &map_x, (kb0 + i) * TY_BK, tt * BT, &full[i]);
             TY_MARK(true, ty_trace_p, i);
         }
@@ -242,10 +264,14 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
          * still needs that arrival. */
         if constexpr (RING) {
             const int32_t nl = kslots < 4 ? kslots : 4;
+            if (TY_TF(TYF_PLATE) && lane < nl)
+                while (!mbar_test(&full[kslots - 1], 0)) __nanosleep(200);
             if (lane < nl)
                 for (int32_t i = pre + lane; i < nkb; i += nl) {
                     const int32_t s = i % kslots, u = i / kslots;
-                    mbar_wait(&empty[s], (uint32_t)(u - 1) & 1);
+                    if (TY_TF(TYF_PSLEEP))
+                        while (!mbar_test(&empty[s], (uint32_t)(u - 1) & 1)) __nanosleep(100);
+                    else mbar_wait(&empty[s], (uint32_t)(u - 1) & 1);
                     mbar_expect_tx(&full[s], (uint32_t)G::KB_BYTES);
                     if (MODE != TY_MCAST || i % c == rank) load_w1(kb0 + i, s);
                     tma_load_2d(smem + s * G::KB_BYTES + TY_SLAB, &map_x, (kb0 + i) * TY_BK, tt * BT, &full[s]);
@@ -254,31 +280,48 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
         }
     } else {
         /* the consumers touch global memory only in the epilogue, after the previous kernel */
-        tdec::pdl_wait();
+        if (!TY_TF(TYF_NOGDC)) tdec::pdl_wait();
         TY_MARK(threadIdx.x == 0, ty_trace_c, 1);
         float d[BT / 2];
         fence_acc(d);
-        for (int32_t i = 0; i < nkb; i++) {
-            const int32_t s = RING ? i % kslots : i;
-            mbar_wait(&full[s], RING ? (uint32_t)(i / kslots) & 1 : 0);
-            TY_MARK(threadIdx.x == 0 && i < 28, ty_trace_c, 2 + i);
-            const uint8_t *slot = smem + s * G::KB_BYTES;
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-            if (!TY_TRACE_NOMMA) {
+        /* One wgmma.fence before the loop, none in it: same-shape wgmmas on the same accumulators
+         * are ordered without one (HOPPER_GEMM_NOTES section 2). A slot per k-block is never
+         * refilled, so its k-blocks' wgmma groups queue up with no wait until the last; only a
+         * ring waits for k-block i - 1's group at step i, to release its slot. With the fence (and
+         * the wait) at every step ptxas kept the loop in per-thread registers behind a
+         * WARPSYNC.ALL; this way it runs on the uniform datapath (ptxas still places its own
+         * warpgroup.arrive in the loop: the C7519 note) and the plain tile got 2-15% faster on
+         * most cells (H200, gemm/NOTES.md session 13). */
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        /* TYF_RELNOW: release k-block i's slot at step i, else i - 1's (after its wgmmas) */
+        const int32_t rlag = TY_TF(TYF_RELNOW) ? 0 : 1;
+        /* MMA false: the loads and barriers alone (TYF_NOMMA; a loop of its own, so that no
+         * wgmma sits on a divergent path, which would make ptxas serialize them) */
+        auto mainloop = [&](auto mma) {
+            for (int32_t i = 0; i < nkb; i++) {
+                const int32_t s = RING ? i % kslots : i;
+                if (!TY_TF(TYF_POLL1) || threadIdx.x == 0) mbar_wait(&full[s], RING ? (uint32_t)(i / kslots) & 1 : 0);
+                TY_MARK(threadIdx.x == 0 && i < 28, ty_trace_c, 2 + i);
+                const uint8_t *slot = smem + s * G::KB_BYTES;
+                if constexpr (decltype(mma)::value) {
 #pragma unroll
-                for (int kk = 0; kk < TY_BK / 16; kk++)
-                    wgmma_m64xn<BT>(d, wgmma_desc(slot + kk * 32), wgmma_desc(slot + TY_SLAB + kk * 32), i != 0 || kk != 0);
+                    for (int kk = 0; kk < TY_BK / 16; kk++)
+                        wgmma_m64xn<BT>(d, wgmma_desc(slot + kk * 32), wgmma_desc(slot + TY_SLAB + kk * 32), i != 0 || kk != 0);
+                }
+                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                if constexpr (RING) asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                TY_MARK(RING && threadIdx.x == 0 && i > 0 && i <= 28, ty_trace_c, 30 + i - 1);
+                /* ring: k-block i - 1's wgmmas are done, its slot may be refilled */
+                if constexpr (RING && MODE == TY_MCAST) {
+                    if (i >= rlag && threadIdx.x < c) mbar_arrive_remote(cluster_map(&empty[(i - rlag) % kslots], threadIdx.x));
+                } else if constexpr (RING) {
+                    if (i >= rlag && threadIdx.x == 0) mbar_arrive(&empty[(i - rlag) % kslots]);
+                }
             }
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-            TY_MARK(threadIdx.x == 0 && i > 0 && i <= 28, ty_trace_c, 30 + i - 1);
-            /* k-block i - 1's wgmmas are done: its slot may be refilled */
-            if constexpr (RING && MODE == TY_MCAST) {
-                if (i > 0 && threadIdx.x < c) mbar_arrive_remote(cluster_map(&empty[(i - 1) % kslots], threadIdx.x));
-            } else if constexpr (RING) {
-                if (i > 0 && threadIdx.x == 0) mbar_arrive(&empty[(i - 1) % kslots]);
-            }
-        }
+        };
+        if (TY_TF(TYF_NOMMA)) mainloop(std::false_type{});
+        else mainloop(std::true_type{});
+        if (TY_TF(TYF_POLL1)) asm volatile("bar.sync 1, 128;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         fence_acc(d);
         TY_MARK(threadIdx.x == 0 && nkb <= 28, ty_trace_c, 30 + nkb - 1);
