@@ -219,9 +219,11 @@ typedef enum tinfer_gemm_bf16_path {
 /* Rung 06 (06_wgmma_tiny.cu, one 64-output tile (32 with SwiGLU) x 16, 32 or 64 tokens per CTA,
  * every k-block in shared memory) takes a call on sm_90 above TINFER_GEMM_BF16_GEMV_MAX_M tokens
  * when its CTAs (row tiles x token tiles x split factor) number at most
- * TINFER_GEMM_BF16_TINY_CTAS16_PER_SM x SMs with 16-token tiles, else at most _CTAS32_PER_SM x SMs
- * with 32-token tiles, else at most _CTAS64_PER_SM x SMs with 64-token tiles, each capped at the
- * CTAs whose shared memory fits an SM (tinfer_gemm_bf16_tiny_pick); the GEMM path, and rung 06, go
+ * TINFER_GEMM_BF16_TINY_CTAS16_PER_SM x SMs with 16-token tiles, else (plain outputs of a K one
+ * CTA holds, TINFER_GEMM_BF16_TINY_PLAIN64_FIRST) at most _CTAS64_PER_SM x SMs with 64-token
+ * tiles, else at most _CTAS32_PER_SM x SMs with 32-token tiles, else at most _CTAS64_PER_SM x SMs
+ * with 64-token tiles, each capped at the CTAs whose shared memory fits an SM
+ * (tinfer_gemm_bf16_tiny_pick); the GEMM path, and rung 06, go
  * before GEMV rung 08's 16 / 64-token ground. H200 session 10 run 6 (graph timing, us, SmolLM2,
  * rung 06 at 16 / 32 tokens per CTA against the pick then and the faster of cuBLAS / cublasLt):
  * QKV M = 16 2.65 (2.98, 3.35), 32 2.76 (3.35, 3.32), 64 3.04 (3.78, 3.37), 128 3.01 (4.36, 3.46),
@@ -229,23 +231,34 @@ typedef enum tinfer_gemm_bf16_path {
  * (3.47, 3.30), 128 3.11 (4.30, 3.38), 256 3.35 (4.36, 3.43), 512 3.59 at 32 (4.43, 3.63); gate/up
  * M = 16 3.14 (3.59, 3.76), 32 3.36 (4.20, 3.79), 64 3.57 at 32 (4.46, 3.87), 128 4.26 at 32 (4.61,
  * 4.03). Past one CTA per SM at 16 tokens (QKV M = 256: 4.09 vs 3.28 at 32) or two at 32 (gate/up
- * M = 256 7.73, 512 13.4) it loses. 64-token tiles (session 11 runs 1-2) lose to 32-token ones
- * wherever both fit (QKV M = 512 4.53 vs 4.46, O 512 4.02 vs 3.62, gate/up M = 128 4.42 vs 4.26),
- * but take SmolLM2 down at 256 tokens, split 3 (5.32 us; the pick before, rung 04, 10.6; cuBLAS
- * 4.93). TINFER_GEMM_BF16_TINY_CLUSTER: token tiles per cluster sharing the W tile by TMA
+ * M = 256 7.73, 512 13.4) it loses. 64-token tiles (session 11 runs 1-2, while the consumers
+ * still waited at every k-block) lost to 32-token ones wherever both fit (QKV M = 512 4.53 vs 4.46,
+ * O 512 4.02 vs 3.62, gate/up M = 128 4.42 vs 4.26), but took SmolLM2 down at 256 tokens, split 3
+ * (5.32 us; the pick before, rung 04, 10.6; cuBLAS 4.93); session 13: below. TINFER_GEMM_BF16_TINY_CLUSTER: token tiles per cluster sharing the W tile by TMA
  * multicast; 1 (none): multicast lost wherever measured (session 10: QKV M = 32 over 2 CTAs 3.03
  * vs 2.76, M = 512 over 8 5.90 vs 4.46; session 11 run 2, 32-token tiles over 2 / 4: QKV M = 512
  * 5.44 / 5.64 vs 4.46, gate/up M = 128 5.06 / 5.26 vs 4.26). */
+/* Since rung 06's consumers stopped waiting at every k-block (session 13, H200, graph us, the
+ * faster of cuBLAS / cublasLt in brackets) a 64-token tile, one CTA per SM, beats two 32-token
+ * tiles per SM where its CTAs fit one wave and need no split (they read the weight tile half as
+ * often): SmolLM2 QKV M = 256 / 512 3.21 / 3.98 vs 3.24 / 4.24 (3.66 / 3.93), gate/up M = 64 / 128
+ * 3.35 / 3.90 vs 3.39 / 4.09 (3.88 / 4.07), O M = 512 3.48 vs 3.48, O M = 256 3.27 vs 3.22; not
+ * with SwiGLU (gate/up fused M = 64 / 128 3.87 / 4.61 vs 3.65 / 4.43). 1: that order; 0: 32-token
+ * tiles first. */
+#define TINFER_GEMM_BF16_TINY_PLAIN64_FIRST 1
 #define TINFER_GEMM_BF16_TINY_CTAS16_PER_SM 1
 #define TINFER_GEMM_BF16_TINY_CTAS32_PER_SM 2
 #define TINFER_GEMM_BF16_TINY_CTAS64_PER_SM 1
 #define TINFER_GEMM_BF16_TINY_CLUSTER 1
 /* Rung 06 splits K over a cluster of up to this many CTAs when one CTA cannot hold all of it
- * (SmolLM2 down, K = 1536: 24 k-blocks), as widely as the CTA count of the rule above allows (the
- * split's CTAs count). H200 session 10 run 8, SmolLM2 down, graph us, 16-token tiles split 2 / 3 /
- * 4 (32-token tiles): M = 16 3.57 / 3.25 / 3.08, M = 32 3.63 / 3.44 / 3.33, M = 64 4.00 / 3.48 /
- * 3.71 (144 CTAs), M = 128 (4.74 / 4.51 / 4.39); the pick then (decode GEMV, rung 04) 4.64 / 5.46 /
- * 5.33 / 5.94 and the faster of cuBLAS / cublasLt 4.79 / 4.76 / 4.79 / 4.90. */
+ * (SmolLM2 down, K = 1536: 24 k-blocks): 16-token tiles as widely as the CTA count of the rule
+ * above allows (the split's CTAs count), 32- and 64-token tiles as little. H200 session 10 run 8,
+ * SmolLM2 down, graph us, 16-token tiles split 2 / 3 / 4: M = 16 3.57 / 3.25 / 3.08, M = 32 3.63 /
+ * 3.44 / 3.33, M = 64 4.00 / 3.48 / 3.71 (144 CTAs); the pick then (decode GEMV, rung 04) 4.64 /
+ * 5.46 / 5.33 and the faster of cuBLAS / cublasLt 4.79 / 4.76 / 4.79. Session 13 (consumers no
+ * longer waiting at every k-block): M = 16 2.96 / 2.90 / 2.89, M = 64 3.47 / 3.24 / 3.48; 32-token
+ * tiles at M = 128 split 2 / 3 / 4 3.63 / 3.72 / 3.90, 64-token tiles at M = 256 split 2 / 3 4.24 /
+ * 4.67 (cuBLAS 4.85 / 4.94). */
 #define TINFER_GEMM_BF16_TINY_MAX_SPLIT 4
 /* A K that one CTA holds is split all the same over TINFER_GEMM_BF16_TINY_SHORT_SPLIT CTAs when
  * the pick takes 16-token tiles, K has at least two k-blocks per rank and the split's CTAs fit

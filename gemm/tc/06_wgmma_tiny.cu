@@ -51,13 +51,13 @@
  * Ragged M / N / K: TMA zero-fills rows and columns outside the matrices; only tokens < M and
  * outputs < N' are stored. Constraints: those of rung 03 (K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0, X
  * and W 16-byte aligned); sm_90 only; K up to 8 CTAs' worth (TINFER_ERR_UNSUPPORTED beyond).
- * Measured (H200, session 11 run 2, graph timing, us, against the faster of cuBLAS / cublasLt;
- * gemm/NOTES.md "Session 11"): SmolLM2 QKV M = 16 / 32 / 64 / 128 / 256 / 512 2.73 / 2.89 / 3.10 /
- * 3.13 / 3.31 / 4.45 (3.34 / 3.33 / 3.36 / 3.47 / 3.68 / 3.94), O M = 128 / 512 3.12 / 3.61 (3.36 /
- * 3.65), gate/up M = 32 / 64 / 128 3.35 / 3.53 / 4.23 (3.79 / 3.86 / 4.03), fused gate/up + SwiGLU
- * M = 32 / 64 3.52 / 3.77 (the plain GEMM: 3.78 / 3.86), down (split) M = 16 / 32 / 64 / 128 / 256
- * 3.13 / 3.32 / 3.56 / 4.38 / 5.29 (4.72-4.93); W multicast lost (QKV M = 512 over 2 / 4 CTAs 5.44 /
- * 5.64 vs 4.45).
+ * Measured (H200, session 13 call 6, graph timing, us, the pick against the faster of cuBLAS /
+ * cublasLt; gemm/NOTES.md "Session 13"): SmolLM2 QKV M = 16 / 32 / 64 / 128 / 256 / 512 2.44 / 2.73
+ * / 2.87 / 3.04 / 3.22 / 3.98 (3.33 / 3.34 / 3.36 / 3.43 / 3.63 / 3.93), O M = 128 / 256 / 512 3.13
+ * / 3.27 / 3.48 (3.35 / 3.43 / 3.66), gate/up M = 32 / 64 / 128 3.15 / 3.34 / 3.88 (3.78 / 3.86 /
+ * 4.02), fused gate/up + SwiGLU M = 32 / 64 / 128 3.47 / 3.65 / 4.40 (the plain GEMM: 3.78 / 3.86 /
+ * 4.01), down (split) M = 16 / 32 / 64 / 128 / 256 2.91 / 3.13 / 3.19 / 3.64 / 4.20 (4.70-4.90);
+ * W multicast lost (session 11: QKV M = 512 over 2 / 4 CTAs 5.44 / 5.64 vs 4.45).
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
@@ -426,18 +426,25 @@ int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t s
     if (n_sm <= 0 || M < 1 || nout < 1 || K < 1) return 0;
     /* row tiles of 64 outputs, or with SwiGLU 32 (32 gate rows over the 32 matching up rows) */
     const int64_t rows = swiglu ? (nout + 31) / 32 : (nout + 63) / 64, kblocks = (K + TY_BK - 1) / TY_BK;
-    /* token tiles in order of preference, each with its CTAs-per-SM limit (bf16.h) */
-    const struct { int32_t bt; int per; } tiers[] = {{16, TINFER_GEMM_BF16_TINY_CTAS16_PER_SM},
-                                                     {32, TINFER_GEMM_BF16_TINY_CTAS32_PER_SM},
-                                                     {64, TINFER_GEMM_BF16_TINY_CTAS64_PER_SM}};
+    /* token tiles in order of preference, each with its CTAs-per-SM limit (bf16.h); the first
+     * 64-token entry only for plain outputs of a K that one CTA holds
+     * (TINFER_GEMM_BF16_TINY_PLAIN64_FIRST) */
+    const struct { int32_t bt; int per; bool plain_unsplit; } tiers[] = {
+        {16, TINFER_GEMM_BF16_TINY_CTAS16_PER_SM, false},
+        {64, TINFER_GEMM_BF16_TINY_PLAIN64_FIRST ? TINFER_GEMM_BF16_TINY_CTAS64_PER_SM : 0, true},
+        {32, TINFER_GEMM_BF16_TINY_CTAS32_PER_SM, false},
+        {64, TINFER_GEMM_BF16_TINY_CTAS64_PER_SM, false}};
     for (const auto &t : tiers) {
         const ty_geo g = ty_geo_get(t.bt);
         const int32_t f0 = ty_min_split(g, kblocks);
-        if (!f0) continue;
-        /* a K that one CTA cannot hold is split as widely as the CTA limit allows (bf16.h,
-         * TINFER_GEMM_BF16_TINY_MAX_SPLIT) */
+        if (!f0 || t.per < 1 || (t.plain_unsplit && (swiglu || f0 != 1))) continue;
+        /* the split factors, in order: 1 for a K that one CTA holds; else 16-token tiles split as
+         * widely as the CTA limit allows (f0..TINFER_GEMM_BF16_TINY_MAX_SPLIT from the top), wider
+         * ones as little (from f0 up; bf16.h) */
         const int64_t tiles = rows * ((M + t.bt - 1) / t.bt);
-        for (int32_t f = f0 == 1 ? 1 : TINFER_GEMM_BF16_TINY_MAX_SPLIT; f >= f0; f--) {
+        const int32_t fmax = f0 == 1 ? 1 : TINFER_GEMM_BF16_TINY_MAX_SPLIT;
+        for (int32_t j = 0; j <= fmax - f0; j++) {
+            int32_t f = t.bt == 16 ? fmax - j : f0 + j;
             const int64_t spm = ty_per_sm(g, kblocks, f, t.per);
             if (spm > 0 && tiles * f <= spm * n_sm) {
                 /* 16-token tiles of a K that fits: split over TINFER_GEMM_BF16_TINY_SHORT_SPLIT

@@ -490,24 +490,25 @@ static void skinny_pick(void) {
 }
 
 /* Rung 06's pick (host arithmetic, 132 SMs): 16-token tiles while their CTAs (64-output row tiles
- * x token tiles x split factor) fit one per SM, else 32-token tiles while two per SM, else 64-token
- * tiles while one per SM (fewer where their shared memory does not fit), else none; a K that one
- * CTA cannot hold split as widely as that allows (up to 4), one that it holds split over 3 at 16
- * tokens while those CTAs fit two per SM. */
+ * x token tiles x split factor) fit one per SM, else (plain outputs, a K one CTA holds) 64-token
+ * tiles while one per SM, else 32-token tiles while two per SM, else 64-token tiles while one per
+ * SM (fewer where their shared memory does not fit), else none; a K that one CTA cannot hold split
+ * as widely as that allows (up to 4) at 16 tokens, as little at 32 / 64; one that it holds split
+ * over 3 at 16 tokens while those CTAs fit two per SM. */
 static void tiny_pick(void) {
     struct { int64_t M, nout, K; int sw, n_sm, want, want_f; } cs[] = {
         {16, 960, 576, 0, 132, 16, 3},    {128, 960, 576, 0, 132, 16, 1},  /* SmolLM2 QKV: 15 x 3 and 120 (x 3 = 360) CTAs */
-        {256, 960, 576, 0, 132, 32, 1},   {512, 960, 576, 0, 132, 32, 1},  /* 240 at 16 tokens; 120 / 240 at 32 */
-        {1024, 960, 576, 0, 132, 0, 0},   {64, 3072, 576, 0, 132, 32, 1},  /* 480 at 32; gate/up 192 at 16 */
-        {128, 3072, 576, 0, 132, 32, 1},  {256, 3072, 576, 0, 132, 0, 0},  /* 192 / 384 at 32 */
+        {256, 960, 576, 0, 132, 64, 1},   {512, 960, 576, 0, 132, 64, 1},  /* 240 at 16 tokens; 60 / 120 at 64 */
+        {1024, 960, 576, 0, 132, 0, 0},   {64, 3072, 576, 0, 132, 64, 1},  /* 240 at 64, 480 at 32; gate/up 192 at 16, 48 at 64 */
+        {128, 3072, 576, 0, 132, 64, 1},  {256, 3072, 576, 0, 132, 0, 0},  /* 96 at 64; 192 at 64, 384 at 32 */
         {64, 1536, 576, 1, 132, 32, 1},   {16, 576, 1408, 0, 132, 16, 3},  /* fused gate/up: 48 row tiles of 32; 22 k-blocks */
         {256, 1536, 576, 1, 132, 0, 0},   {128, 1536, 576, 1, 132, 32, 1}, /* SwiGLU as gate/up: 384 / 192 at 32, 192 at 64 */
-        {256, 576, 1536, 0, 132, 64, 3},  {16, 40, 576, 1, 132, 16, 3},    /* down: 108 CTAs of 64 tokens split 3; 2 row tiles */
+        {256, 576, 1536, 0, 132, 64, 2},  {16, 40, 576, 1, 132, 16, 3},    /* down: 72 CTAs of 64 tokens split 2; 2 row tiles */
         {16, 960, 40, 0, 132, 16, 1},     {16, 3072, 576, 0, 132, 16, 3},  /* K = 40: one k-block; gate/up: 144 CTAs split */
         {32, 3072, 576, 0, 132, 16, 1},                                    /* 288 CTAs split: not */
         {128, 576, 1152, 0, 132, 16, 3},  {512, 576, 1152, 0, 132, 0, 0},  /* 216 CTAs split; 18 k-blocks at 32 tokens: one per SM */
         {16, 576, 1416, 0, 132, 16, 4},   {32, 576, 1536, 0, 132, 16, 4},  /* 23 / 24 k-blocks: split 4 (SmolLM2 down) */
-        {64, 576, 1536, 0, 132, 16, 3},   {128, 576, 1536, 0, 132, 32, 4}, /* 144 CTAs at 4; 16 tokens: 144 at 2 */
+        {64, 576, 1536, 0, 132, 16, 3},   {128, 576, 1536, 0, 132, 32, 2}, /* 144 CTAs at 4; 16 tokens: 144 at 2, 32: 72 at 2 */
         {512, 576, 1536, 0, 132, 0, 0},   {16, 576, 1408, 1, 132, 16, 3},  /* 144 CTAs at 64 x 2; SwiGLU holds plain's K */
         {16, 576, 1416, 1, 132, 16, 4},                                    /* SwiGLU, 23 k-blocks: split */
         {16, 6144, 4096, 0, 132, 0, 0},   {32, 49152, 576, 0, 132, 0, 0},  /* Llama QKV (split 4: 384 CTAs); LM head */
