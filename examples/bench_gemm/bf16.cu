@@ -755,7 +755,8 @@ static void tytrace_set(void) {
         {"smol_down", 128, 576, 1536, 64, 1, 1, 12}, {"smol_down", 128, 576, 1536, 64, 1, 2, 0},
         {"smol_down", 128, 576, 1536, 64, 1, 4, 0},  {"smol_down", 512, 576, 1536, 64, 1, 1, 12},
         {"smol_down", 512, 576, 1536, 64, 8, 1, 12}, {"smol_down", 512, 576, 1536, 64, 1, 2, 0},
-        {"smol_qkv", 512, 960, 576, 32, 1, 1, 0},    {"smol_qkv", 128, 960, 576, 16, 1, 1, 0}};
+        {"smol_qkv", 512, 960, 576, 32, 1, 1, 0},    {"smol_qkv", 128, 960, 576, 16, 1, 1, 0},
+        {"smol_down", 512, 576, 1536, 64, 1, 3, 4}};
     uint8_t *flush;
     BCK(cudaMalloc(&flush, 512ull << 20));
     for (const auto &t : ts) {
@@ -802,14 +803,17 @@ static void tytrace_set(void) {
  * between k-blocks ((last - first landing) / (k-blocks - 1)) and the rate that gives per CTA. */
 static void tybisect_set(void) {
     const struct { const char *n; int64_t M, N, K; int bt, ks, st; } ts[] = {
-        {"smol_down", 512, 576, 1536, 64, 1, 12}, {"smol_down", 128, 576, 1536, 64, 2, 0}, {"smol_qkv", 128, 960, 576, 16, 1, 0}};
+        {"smol_down", 512, 576, 1536, 64, 1, 12}, {"smol_down", 128, 576, 1536, 64, 2, 0}, {"smol_qkv", 128, 960, 576, 16, 1, 0},
+        {"smol_o", 128, 576, 576, 64, 1, 0},      {"smol_o", 128, 576, 576, 64, 3, 0},     {"smol_down", 128, 576, 1536, 64, 2, 6}};
     /* TYF_: 1 no wgmma, 4 W after the PDL wait with X, 8 no griddepcontrol, 16 one polling
      * consumer thread, 32 ring slots released at once, 64 the producer's ring waits sleep between
-     * polls, 128 the producer's ring lanes sleep until the first round landed */
+     * polls, 128 the producer's ring lanes sleep until the first round landed, 256 a ring's first
+ * round only, 512 (with 256) no slot released */
     const struct { const char *n; int f; } fs[] = {
         {"as is", 0},         {"nomma", 1},          {"nomma latew", 5},   {"+nogdc", 13},
         {"+poll1", 29},       {"+relnow", 61},       {"psleep", 64},       {"plate", 128},
-        {"psleep plate", 192}, {"nomma psleep", 65}, {"nomma plate", 129}};
+        {"psleep plate", 192}, {"nomma psleep", 65}, {"nomma plate", 129}, {"round1", 256},
+        {"nomma round1", 257}, {"round1 norel", 768}, {"nomma r1 norel", 769}};
     const char *pdl = getenv("TINFER_GEMM_WGMMA_PDL");
     printf("tybisect: PDL launch attribute %s\n", pdl && !strcmp(pdl, "0") ? "off" : "on");
     for (const auto &t : ts) {
@@ -834,11 +838,12 @@ static void tybisect_set(void) {
             tytrace_read();
             /* r1: the k-blocks of a ring's first round (all requested at once) */
             const int r1 = t.st > 0 && t.st < nkb ? t.st : nkb;
+            const int nk = f.f & 256 ? r1 : nkb; /* TYF_ROUND1: the first round only */
             std::vector<double> first, iv, iv1;
             for (int b = 0; b < 512; b++) {
-                if (!ty_c[b][0] || !ty_c[b][2] || !ty_c[b][2 + nkb - 1]) continue;
+                if (!ty_c[b][0] || !ty_c[b][2] || !ty_c[b][2 + nk - 1]) continue;
                 first.push_back((double)(ty_c[b][2] - ty_c[b][0]));
-                iv.push_back((double)(ty_c[b][2 + nkb - 1] - ty_c[b][2]) / (nkb - 1));
+                iv.push_back((double)(ty_c[b][2 + nk - 1] - ty_c[b][2]) / (nk - 1));
                 iv1.push_back((double)(ty_c[b][2 + r1 - 1] - ty_c[b][2]) / (r1 - 1));
             }
             if (iv.empty()) {

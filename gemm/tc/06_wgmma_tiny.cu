@@ -71,11 +71,14 @@
 
 /* Per-k-block timestamps (%globaltimer, ns) for builds configured with -DTINFER_WS_TRACE=ON
  * (measurement only; elsewhere TY_MARK is empty and the kernel is unchanged). CTA b < TY_TRACE_CTAS:
- *   consumer thread 0, ty_trace_c[b][]: 0 entry, 1 after griddepcontrol.wait, 2 + i k-block i
- *   landed (full barrier passed), 30 + i k-block i's wgmmas complete (i < 28), 58 main loop done,
- *   59 its epilogue stores done;
- *   producer lane 0, ty_trace_p[b][]: i the loads of k-block i issued (i < 30), 30 after
+ *   consumer thread 32, ty_trace_c[b][]: 0 entry, 1 after griddepcontrol.wait, 2 + i k-block i
+ *   landed (full barrier passed), 30 + i (a ring only) k-block i's wgmmas complete (i < 28), 58
+ *   main loop done, 59 its epilogue stores done;
+ *   producer lane 31, ty_trace_p[b][]: 0 the first round's loads issued, 30 after
  *   griddepcontrol.wait, 31 entry.
+ * The stamps come from threads that issue no mbarrier arrive: an arrive has .release semantics,
+ * so a stamp stored before the consumers' release or the producer's expect_tx would hold it back
+ * until the store completes (session 13).
  * tinfer_ty_trace_read / _clear copy them out / zero them (bench set "tytrace"). */
 #define TY_TRACE_CTAS 512
 #ifdef TINFER_WS_TRACE
@@ -98,7 +101,8 @@ template <int W> static __device__ __forceinline__ void ty_mark(unsigned long lo
  * full barriers; TYF_RELNOW a ring slot released as soon as it landed (not one k-block behind);
  * TYF_PSLEEP the producer's ring waits poll test_wait with a 100 ns sleep between polls (instead
  * of try_wait); TYF_PLATE the producer's ring lanes sleep until the first round has landed before
- * they wait on any empty barrier. */
+ * they wait on any empty barrier; TYF_ROUND1 a ring runs its first round only (kslots k-blocks);
+ * TYF_NOREL (with TYF_ROUND1) its consumers release no slot. */
 __device__ int ty_trace_flags;
 extern "C" int tinfer_ty_trace_flags(int f) {
     return cudaMemcpyToSymbol(ty_trace_flags, &f, sizeof f) == cudaSuccess ? 0 : -1;
@@ -122,7 +126,8 @@ extern "C" int tinfer_ty_trace_clear(void) {
     } while (0)
 #endif
 
-enum { TYF_NOMMA = 1, TYF_LATEW = 4, TYF_NOGDC = 8, TYF_POLL1 = 16, TYF_RELNOW = 32, TYF_PSLEEP = 64, TYF_PLATE = 128 };
+enum { TYF_NOMMA = 1, TYF_LATEW = 4, TYF_NOGDC = 8, TYF_POLL1 = 16, TYF_RELNOW = 32, TYF_PSLEEP = 64, TYF_PLATE = 128,
+       TYF_ROUND1 = 256, TYF_NOREL = 512 };
 
 #define TY_BK 64
 #define TY_SLAB (64 * TY_BK * 2) /* one k-block's 64 W rows (wgmma's A operand) */
@@ -185,7 +190,7 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
     const int32_t c = MODE == TY_MCAST ? c_arg : 1, ksplit = MODE == TY_SPLIT ? ksplit_arg : 1;
     extern __shared__ uint8_t ty_smem_raw[];
     uint8_t *smem = (uint8_t *)(((uintptr_t)ty_smem_raw + 1023) & ~(uintptr_t)1023);
-    TY_MARK(threadIdx.x == 0, ty_trace_c, 0);
+    TY_MARK(threadIdx.x == 32, ty_trace_c, 0);
     TY_TF_READ;
     uint8_t *red = smem + G::slots(kslots);
     uint64_t *full = (uint64_t *)(red + (ksplit - 1) * G::RED_BYTES);
@@ -195,7 +200,9 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
     const int32_t tile = (int32_t)blockIdx.x / ksplit, rk = (int32_t)blockIdx.x % ksplit;
     const int32_t tw = tile / gx, tt = tile % gx;
     const int32_t rank = tt % c; /* clusters of c consecutive token tiles of one row tile (W multicast) */
-    const int32_t kb0 = rk * kper, kb1 = kb0 + kper < kblocks ? kb0 + kper : kblocks, nkb = kb1 - kb0;
+    const int32_t kb0 = rk * kper, kb1 = kb0 + kper < kblocks ? kb0 + kper : kblocks;
+    /* TYF_ROUND1: a ring's first round only (timing; the result is wrong) */
+    const int32_t nkb = RING && TY_TF(TYF_ROUND1) && kb1 - kb0 > kslots ? kslots : kb1 - kb0;
     /* the k-blocks whose slots are free at the start: all of them, or the ring's first round */
     const int32_t pre = RING && kslots < nkb ? kslots : nkb;
 
@@ -243,20 +250,20 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
             for (int32_t i = lane; i < pre; i += 32)
                 if (MODE != TY_MCAST || i % c == rank) load_w1(kb0 + i, i);
         };
-        TY_MARK(lane == 0, ty_trace_p, 31);
+        TY_MARK(lane == 31, ty_trace_p, 31);
         const bool latew = TY_TF(TYF_LATEW) != 0;
         if (early && !latew) load_w();
         if (!TY_TF(TYF_NOGDC)) {
             if (lane == 0) tdec::pdl_launch_dependents();
             tdec::pdl_wait();
         }
-        TY_MARK(lane == 0, ty_trace_p, 30);
+        TY_MARK(lane == 31, ty_trace_p, 30);
         if (!early && !latew) load_w();
         for (int32_t i = lane; i < pre; i += 32) {
             if (latew && (MODE != TY_MCAST || i % c == rank)) load_w1(kb0 + i, i);
             tma_load_2d(smem + i * G::KB_BYTES + TY_SLAB, &map_x, (kb0 + i) * TY_BK, tt * BT, &full[i]);
-            TY_MARK(true, ty_trace_p, i);
         }
+        TY_MARK(lane == 31, ty_trace_p, 0);
         /* later rounds: use u of slot s once the consumers (of every CTA of the cluster) released
          * use u - 1; lane l of the first nl takes rounds' k-blocks pre + l, pre + l + nl, .. With
          * nl <= kslots a batch of nl lanes waits only for k-blocks earlier batches issued, so the
@@ -275,13 +282,12 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
                     mbar_expect_tx(&full[s], (uint32_t)G::KB_BYTES);
                     if (MODE != TY_MCAST || i % c == rank) load_w1(kb0 + i, s);
                     tma_load_2d(smem + s * G::KB_BYTES + TY_SLAB, &map_x, (kb0 + i) * TY_BK, tt * BT, &full[s]);
-                    TY_MARK(true, ty_trace_p, i);
                 }
         }
     } else {
         /* the consumers touch global memory only in the epilogue, after the previous kernel */
         if (!TY_TF(TYF_NOGDC)) tdec::pdl_wait();
-        TY_MARK(threadIdx.x == 0, ty_trace_c, 1);
+        TY_MARK(threadIdx.x == 32, ty_trace_c, 1);
         float d[BT / 2];
         fence_acc(d);
         /* One wgmma.fence before the loop, none in it: same-shape wgmmas on the same accumulators
@@ -301,7 +307,7 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
             for (int32_t i = 0; i < nkb; i++) {
                 const int32_t s = RING ? i % kslots : i;
                 if (!TY_TF(TYF_POLL1) || threadIdx.x == 0) mbar_wait(&full[s], RING ? (uint32_t)(i / kslots) & 1 : 0);
-                TY_MARK(threadIdx.x == 0 && i < 28, ty_trace_c, 2 + i);
+                TY_MARK(threadIdx.x == 32 && i < 28, ty_trace_c, 2 + i);
                 const uint8_t *slot = smem + s * G::KB_BYTES;
                 if constexpr (decltype(mma)::value) {
 #pragma unroll
@@ -310,12 +316,12 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 if constexpr (RING) asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                TY_MARK(RING && threadIdx.x == 0 && i > 0 && i <= 28, ty_trace_c, 30 + i - 1);
+                TY_MARK(RING && threadIdx.x == 32 && i > 0 && i <= 28, ty_trace_c, 30 + i - 1);
                 /* ring: k-block i - 1's wgmmas are done, its slot may be refilled */
                 if constexpr (RING && MODE == TY_MCAST) {
                     if (i >= rlag && threadIdx.x < c) mbar_arrive_remote(cluster_map(&empty[(i - rlag) % kslots], threadIdx.x));
                 } else if constexpr (RING) {
-                    if (i >= rlag && threadIdx.x == 0) mbar_arrive(&empty[(i - rlag) % kslots]);
+                    if (i >= rlag && threadIdx.x == 0 && !TY_TF(TYF_NOREL)) mbar_arrive(&empty[(i - rlag) % kslots]);
                 }
             }
         };
@@ -324,8 +330,8 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
         if (TY_TF(TYF_POLL1)) asm volatile("bar.sync 1, 128;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         fence_acc(d);
-        TY_MARK(threadIdx.x == 0 && nkb <= 28, ty_trace_c, 30 + nkb - 1);
-        TY_MARK(threadIdx.x == 0, ty_trace_c, 58);
+        TY_MARK(threadIdx.x == 32 && nkb <= 28, ty_trace_c, 30 + nkb - 1);
+        TY_MARK(threadIdx.x == 32, ty_trace_c, 58);
         if constexpr (MODE == TY_SPLIT) {
             /* chunk j of 4 accumulators (registers 4j..) sits at (j, thread) in 16-byte units,
              * pusher rk at chunk (rk - 1) BT / 8 + j: each warp writes 512 bytes in a row */
@@ -369,7 +375,7 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
             }
             tinfer_bf16_epi_store8(e, a, m, j0, v, u);
         }
-        TY_MARK(threadIdx.x == 0, ty_trace_c, 59);
+        TY_MARK(threadIdx.x == 32, ty_trace_c, 59);
     }
     /* no CTA leaves while a peer may still multicast into it */
     if constexpr (MODE == TY_MCAST) cluster_sync_all();
