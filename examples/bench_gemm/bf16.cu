@@ -750,6 +750,14 @@ static void tytrace_print(const char *tag, int nkb) {
                med([&](int b) { return rel(b, c[b][2 + i]); }), med([&](int b) { return rel(b, c[b][2 + i]); }, true),
                med([&](int b) { return rel(b, c[b][30 + i]); }));
 }
+/* One rung-06 call of the trace sets (weights marked static), exiting on error */
+static void ty_call(const tinfer_gemm_bf16_args &a, int bt, int cl, int ks, int st) {
+    tinfer_err err;
+    if (tinfer_gemm_bf16_tiny_ring(&a, bt, cl, ks, st, g_s, &err) != TINFER_OK) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        exit(1);
+    }
+}
 static void tytrace_set(void) {
     const struct { const char *n; int64_t M, N, K; int bt, cl, ks, st; } ts[] = {
         {"smol_down", 128, 576, 1536, 64, 1, 1, 12}, {"smol_down", 128, 576, 1536, 64, 1, 2, 0},
@@ -761,15 +769,8 @@ static void tytrace_set(void) {
     BCK(cudaMalloc(&flush, 512ull << 20));
     for (const auto &t : ts) {
         trace_case tc = trace_case_new(t.M, t.N, t.K);
-        tinfer_gemm_bf16_args &a = tc.a;
-        a.w_static = 1;
-        auto call = [&](int) {
-            tinfer_err err;
-            if (tinfer_gemm_bf16_tiny_ring(&a, t.bt, t.cl, t.ks, t.st, g_s, &err) != TINFER_OK) {
-                fprintf(stderr, "error: %s\n", err.msg);
-                exit(1);
-            }
-        };
+        tc.a.w_static = 1;
+        auto call = [&](int) { ty_call(tc.a, t.bt, t.cl, t.ks, t.st); };
         const double us = trace_graph_us(call);
         const int nkb = (int)((t.K + 63) / 64 + t.ks - 1) / t.ks;
         printf("tytrace %-10s M=%-5lld tile %d cluster %d split %d stages %d: graph %.2f us/call\n", t.n, (long long)t.M, t.bt, t.cl, t.ks,
@@ -818,15 +819,8 @@ static void tybisect_set(void) {
     printf("tybisect: PDL launch attribute %s\n", pdl && !strcmp(pdl, "0") ? "off" : "on");
     for (const auto &t : ts) {
         trace_case tc = trace_case_new(t.M, t.N, t.K);
-        tinfer_gemm_bf16_args &a = tc.a;
-        a.w_static = 1;
-        auto call = [&](int) {
-            tinfer_err err;
-            if (tinfer_gemm_bf16_tiny_ring(&a, t.bt, 1, t.ks, t.st, g_s, &err) != TINFER_OK) {
-                fprintf(stderr, "error: %s\n", err.msg);
-                exit(1);
-            }
-        };
+        tc.a.w_static = 1;
+        auto call = [&](int) { ty_call(tc.a, t.bt, 1, t.ks, t.st); };
         const int nkb = (int)std::min<int64_t>(((t.K + 63) / 64 + t.ks - 1) / t.ks, 28);
         const double kb_bytes = 64.0 * 128 + t.bt * 128.0;
         for (const auto &f : fs) {
