@@ -33,10 +33,11 @@
  *  - The consumers fence once and then issue every k-block's wgmmas without waiting for the
  *    previous group (a ring waits for it, to release the slot): with a fence and a wait at
  *    every k-block ptxas kept the loop off the uniform datapath, and the plain tile took 2-15%
- *    longer on most cells (session 13). A ring still lands its first round of k-blocks, all
- *    requested at once, about half as fast as the plain tile (~340-440 vs ~150-200 ns per 16 KB,
- *    trace builds, with or without the wgmmas); tma_bw.cu's rings of the same shape do not
- *    (gemm/NOTES.md, sessions 12-13).
+ *    longer on most cells (session 13). A ring still lands its k-blocks about half as fast as
+ *    the plain tile (~380-440 vs ~190 ns per 16 KB, trace builds), its first round included:
+ *    its consumers' step (commit, wait for the previous group, release the slot) costs 60-100 ns
+ *    more, and the wgmmas' shared-memory reads slow the loads' writes in both (gemm/NOTES.md,
+ *    sessions 12-13).
  *  - Or (measured slower, off by default): the token tiles of a row tile form a cluster of c CTAs
  *    (c <= 8), rank r loads the W box of k-blocks kb with kb % c == r and multicasts it to all c
  *    CTAs, so the weight tile leaves L2 once per cluster; each CTA loads its own X boxes. Each
@@ -96,13 +97,14 @@ template <int W> static __device__ __forceinline__ void ty_mark(unsigned long lo
     } while (0)
 /* tinfer_ty_trace_flags(f): parts of the kernel switched off or moved, to find what limits the
  * rate at which a CTA's k-blocks land (bench set "tybisect"); the results are wrong unless f = 0.
- * TYF_NOMMA the consumers skip their wgmmas (the loads and barriers alone); TYF_LATEW the W loads after the PDL wait, each with its slot's X
- * load; TYF_NOGDC no griddepcontrol instructions; TYF_POLL1 only consumer thread 0 waits on the
- * full barriers; TYF_RELNOW a ring slot released as soon as it landed (not one k-block behind);
+ * TYF_NOMMA the consumers skip their wgmmas (the loads and barriers alone); TYF_LATEW the W loads
+ * after the PDL wait, each with its slot's X load; TYF_NOGDC no griddepcontrol instructions;
+ * TYF_POLL1 only consumer thread 0 waits on the full barriers; TYF_RELNOW a ring slot released as soon as it landed (not one k-block behind);
  * TYF_PSLEEP the producer's ring waits poll test_wait with a 100 ns sleep between polls (instead
  * of try_wait); TYF_PLATE the producer's ring lanes sleep until the first round has landed before
  * they wait on any empty barrier; TYF_ROUND1 a ring runs its first round only (kslots k-blocks);
- * TYF_NOREL (with TYF_ROUND1) its consumers release no slot. */
+ * TYF_NOREL (with TYF_ROUND1) its consumers release no slot. With the switches ptxas serializes
+ * the wgmmas of the 16-token ring kernels (C7520), which tybisect does not time. */
 __device__ int ty_trace_flags;
 extern "C" int tinfer_ty_trace_flags(int f) {
     return cudaMemcpyToSymbol(ty_trace_flags, &f, sizeof f) == cudaSuccess ? 0 : -1;
