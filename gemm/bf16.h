@@ -234,9 +234,10 @@ typedef enum tinfer_gemm_bf16_path {
  * M = 256 7.73, 512 13.4) it loses. 64-token tiles (session 11 runs 1-2, while the consumers
  * still waited at every k-block) lost to 32-token ones wherever both fit (QKV M = 512 4.53 vs 4.46,
  * O 512 4.02 vs 3.62, gate/up M = 128 4.42 vs 4.26), but took SmolLM2 down at 256 tokens, split 3
- * (5.32 us; the pick before, rung 04, 10.6; cuBLAS 4.93); session 13: below. TINFER_GEMM_BF16_TINY_CLUSTER: token tiles per cluster sharing the W tile by TMA
- * multicast; 1 (none): multicast lost wherever measured (session 10: QKV M = 32 over 2 CTAs 3.03
- * vs 2.76, M = 512 over 8 5.90 vs 4.46; session 11 run 2, 32-token tiles over 2 / 4: QKV M = 512
+ * (5.32 us; the pick before, rung 04, 10.6; cuBLAS 4.93); session 13: below.
+ * TINFER_GEMM_BF16_TINY_CLUSTER: token tiles per cluster sharing the W tile by TMA multicast; 1
+ * (none): multicast lost wherever measured (session 10: QKV M = 32 over 2 CTAs 3.03 vs 2.76,
+ * M = 512 over 8 5.90 vs 4.46; session 11 run 2, 32-token tiles over 2 / 4: QKV M = 512
  * 5.44 / 5.64 vs 4.46, gate/up M = 128 5.06 / 5.26 vs 4.26). */
 /* Since rung 06's consumers stopped waiting at every k-block (session 13, H200, graph us, the
  * faster of cuBLAS / cublasLt in brackets) a 64-token tile, one CTA per SM, beats two 32-token

@@ -99,7 +99,8 @@ template <int W> static __device__ __forceinline__ void ty_mark(unsigned long lo
  * rate at which a CTA's k-blocks land (bench set "tybisect"); the results are wrong unless f = 0.
  * TYF_NOMMA the consumers skip their wgmmas (the loads and barriers alone); TYF_LATEW the W loads
  * after the PDL wait, each with its slot's X load; TYF_NOGDC no griddepcontrol instructions;
- * TYF_POLL1 only consumer thread 0 waits on the full barriers; TYF_RELNOW a ring slot released as soon as it landed (not one k-block behind);
+ * TYF_POLL1 only consumer thread 0 waits on the full barriers; TYF_RELNOW a ring slot released
+ * as soon as it landed (not one k-block behind);
  * TYF_PSLEEP the producer's ring waits poll test_wait with a 100 ns sleep between polls (instead
  * of try_wait); TYF_PLATE the producer's ring lanes sleep until the first round has landed before
  * they wait on any empty barrier; TYF_ROUND1 a ring runs its first round only (kslots k-blocks);
