@@ -293,6 +293,14 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
         TY_MARK(threadIdx.x == 32, ty_trace_c, 1);
         float d[BT / 2];
         fence_acc(d);
+        /* Two accumulator chains for 16- and 32-token tiles without a ring: even k16 steps into
+         * d, odd ones into d2, summed after the loop, so consecutive wgmmas do not wait on each
+         * other's accumulators. Measured on the fence-once loop (H200, gemm/NOTES.md sessions 13
+         * and 14): picked 16- / 32-token cells 1-6% faster; 64-token tiles within 1.3% and
+         * rings up to 4% slower with it, so those keep one chain. */
+        constexpr bool TWO = !RING && BT <= 32;
+        float d2[BT / 2]; /* unused (and dropped) without TWO */
+        if constexpr (TWO) fence_acc(d2);
         /* One wgmma.fence before the loop, none in it: same-shape wgmmas on the same accumulators
          * are ordered without one (HOPPER_GEMM_NOTES section 2). A slot per k-block is never
          * refilled, so its k-blocks' wgmma groups queue up with no wait until the last; only a
@@ -314,8 +322,12 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
                 const uint8_t *slot = smem + s * G::KB_BYTES;
                 if constexpr (decltype(mma)::value) {
 #pragma unroll
-                    for (int kk = 0; kk < TY_BK / 16; kk++)
-                        wgmma_m64xn<BT>(d, wgmma_desc(slot + kk * 32), wgmma_desc(slot + TY_SLAB + kk * 32), i != 0 || kk != 0);
+                    for (int kk = 0; kk < TY_BK / 16; kk++) {
+                        if (TWO && kk % 2)
+                            wgmma_m64xn<BT>(d2, wgmma_desc(slot + kk * 32), wgmma_desc(slot + TY_SLAB + kk * 32), i != 0 || kk > 1);
+                        else
+                            wgmma_m64xn<BT>(d, wgmma_desc(slot + kk * 32), wgmma_desc(slot + TY_SLAB + kk * 32), i != 0 || kk != 0);
+                    }
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 if constexpr (RING) asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
@@ -333,6 +345,11 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
         if (TY_TF(TYF_POLL1)) asm volatile("bar.sync 1, 128;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         fence_acc(d);
+        if constexpr (TWO) {
+            fence_acc(d2);
+#pragma unroll
+            for (int j = 0; j < BT / 2; j++) d[j] += d2[j];
+        }
         TY_MARK(threadIdx.x == 32 && nkb <= 28, ty_trace_c, 30 + nkb - 1);
         TY_MARK(threadIdx.x == 32, ty_trace_c, 58);
         if constexpr (MODE == TY_SPLIT) {
