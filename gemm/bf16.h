@@ -150,6 +150,10 @@ typedef enum tinfer_gemm_bf16_path {
  * M = 128 4.96 / 4.62 vs 5.84 / 5.54; the rule keeps 128 where 72 loses (gate/up M = 512 8.16 vs
  * 6.10) and down M = 512 keeps its 128 x 4 split (8.65 vs 8.92 for 72). */
 #define TINFER_GEMM_BF16_WGMMA_72_MAX_K 2048
+/* Rung 03's 128 x 96 tiles join the same rule (plain outputs, K <= _72_MAX_K, no split) where
+ * they cost less than 72 (1) or not (0): SmolLM2 gate/up at 512 tokens, 128 tiles of 96 in one
+ * round where 72 takes two and 128 leaves 36 SMs idle. */
+#define TINFER_GEMM_BF16_WGMMA_96 1
 /* The dispatcher sends a few-tile shape that rung 04 would take to rung 03 instead when rung 03
  * takes it unsplit in 128 x 72 tiles (K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K) and M >= this. H200
  * session 8 (stream / graph us, rung 03 in 72-wide tiles vs rung 04): run 2, SmolLM2 QKV M = 128

@@ -155,7 +155,7 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
     /* rung 03's 128 x 72 tiles, unsplit (short K), beat rung 04 from M = 64 (bf16.h) */
     if (!few_tiles || !split_pays) return TINFER_GEMM_BF16_WGMMA_WS;
     const bool tiles72 = a->M >= TINFER_GEMM_BF16_WGMMA_72_MIN_M && a->K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K &&
-                         tinfer_gemm_bf16_wgmma_uses72(a->M, nout, a->K, a->swiglu, n_sm);
+                         tinfer_gemm_bf16_wgmma_narrow(a->M, nout, a->K, a->swiglu, n_sm) != 0;
     return tiles72 ? TINFER_GEMM_BF16_WGMMA_WS : TINFER_GEMM_BF16_MMA_SPLITK;
 }
 

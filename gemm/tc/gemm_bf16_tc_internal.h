@@ -32,13 +32,15 @@ tinfer_status tinfer_gemm_bf16_mma_split(const tinfer_gemm_bf16_args *a, int32_t
 /* Rung 3 with its tile configuration picked per shape (tinfer_gemm_bf16_wgmma_pick_cfg). */
 tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
 /* Rung 3 tile configurations: 128 x 256, 128 x 144, 128 x 128 and 128 x 72 tiles shared by both
- * consumer warpgroups (ids = the tile width; 72: no split-K, no SwiGLU), 128 x 128 tiles owned by
+ * consumer warpgroups (ids = the tile width; 72, 96: no split-K, no SwiGLU), 128 x 128 tiles owned by
  * one consumer each (ping-pong), or AUTO. */
 #define TINFER_GEMM_BF16_WGMMA_CFG_AUTO 0
 #define TINFER_GEMM_BF16_WGMMA_CFG_PP128 1
 #define TINFER_GEMM_BF16_WGMMA_CFG_128 128
 #define TINFER_GEMM_BF16_WGMMA_CFG_144 144
 #define TINFER_GEMM_BF16_WGMMA_CFG_72 72
+/* 128 x 96 tiles: plain outputs, no split-K (as 72) */
+#define TINFER_GEMM_BF16_WGMMA_CFG_96 96
 /* 128 x 72 tiles walked in pairs by clusters of 2 CTAs that multicast their X tile halves */
 #define TINFER_GEMM_BF16_WGMMA_CFG_72MC 2
 #define TINFER_GEMM_BF16_WGMMA_CFG_256 256
@@ -61,9 +63,9 @@ void tinfer_gemm_bf16_wgmma_pick_split(int64_t M, int64_t nout, int64_t K, int32
 tinfer_status tinfer_gemm_bf16_wgmma_max_clusters(int32_t cfg, int32_t ksplit, int32_t *n, tinfer_err *err);
 /* The configuration the AUTO pick takes for M x N' outputs on n_sm SMs (exposed for tests/bench). */
 int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm);
-/* Whether the pick takes 128 x 72 tiles for this shape (before the split rule; bf16.h,
- * TINFER_GEMM_BF16_WGMMA_72_MAX_K). */
-bool tinfer_gemm_bf16_wgmma_uses72(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm);
+/* The narrow width the pick takes for this shape, 72 or 96, or 0 (before the split rule; bf16.h,
+ * TINFER_GEMM_BF16_WGMMA_72_MAX_K, TINFER_GEMM_BF16_WGMMA_96). */
+int32_t tinfer_gemm_bf16_wgmma_narrow(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm);
 
 /* Shared by the TMA-fed rungs (03, 05; defined in 03_wgmma_ws.cu): a 2-D BF16 tensor map of a
  * row-major [rows, K] matrix (leading dimension ld) with boxes of 64 K-columns x box_rows rows and

@@ -441,6 +441,10 @@ static void split_pick(void) {
         {128, 576, 1536, 0, roomy, 1, 128},
         {512, 576, 1536, 0, roomy, 1, 128},   /* 128 splits: 144 is not tried */
         {2048, 576, 1536, 0, tight, 0, 0},    /* no cluster fits: the unsplit tile */
+        /* SmolLM2 gate/up (plain, N' = 3072, K = 576): at M = 512, 128 tiles of 96 fill one round
+         * where 72 needs two (with TINFER_GEMM_BF16_WGMMA_96); at M = 256, 86 tiles of 72 fit one */
+        {512, 3072, 576, 0, roomy, 0, TINFER_GEMM_BF16_WGMMA_96 ? 96 : 0},
+        {256, 3072, 576, 0, roomy, 0, 72},
     };
     for (const auto &c : cs) {
         int32_t cfg = 0, ks = 0;
@@ -448,7 +452,7 @@ static void split_pick(void) {
         tinfer_gemm_bf16_wgmma_pick_split(c.M, nout, c.K, c.sw, 132, c.t, &cfg, &ks);
         const int64_t cols = c.sw ? cfg / 2 : cfg, tiles = ((c.M + 127) / 128) * ((nout + cols - 1) / cols);
         const int64_t kb = (c.K + 63) / 64, kper = (kb + ks - 1) / ks;
-        const bool ok = (cfg == 72 || cfg == 128 || cfg == 144 || cfg == 256) && ks >= 1 && ks <= 8 && (ks > 1) == (c.want_split != 0) &&
+        const bool ok = (cfg == 72 || cfg == 96 || cfg == 128 || cfg == 144 || cfg == 256) && ks >= 1 && ks <= 8 && (ks > 1) == (c.want_split != 0) &&
                         (!c.want_cfg || cfg == c.want_cfg) &&
                         (ks == 1 || (tiles <= c.t[tinfer_gemm_bf16_wgmma_width_index(cfg)][ks] &&
                                      kper >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB));
@@ -602,7 +606,7 @@ int main(int argc, char **argv) {
                                {'m', 1, "mma128x64"},     {'m', 2, "mma128x128"},    {'t', 3, "wgmma"},
                                /* rung 03 with each tile configuration forced (its entry picks one per shape) */
                                {'w', 128, "wgmma128"},    {'w', 256, "wgmma256"},    {'w', 144, "wgmma144"},
-                               {'w', 72, "wgmma72"},      {'w', TINFER_GEMM_BF16_WGMMA_CFG_72MC, "wgmma72mc"},
+                               {'w', 72, "wgmma72"},      {'w', TINFER_GEMM_BF16_WGMMA_CFG_72MC, "wgmma72mc"}, {'w', 96, "wgmma96"},
                                {'w', TINFER_GEMM_BF16_WGMMA_CFG_PP128, "wgmma_pp128"},
                                /* rung 03 split-K over a cluster (id = tile width + 1000 x factor) */
                                {'w', 2000 + 128, "wgmma128/k2"}, {'w', 3000 + 256, "wgmma256/k3"},
