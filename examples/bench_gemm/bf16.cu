@@ -9,7 +9,8 @@
  * Llama-3-8B projection shapes at M = 1..2048: dispatcher "auto", decode rung 05, wgmma,
  * cuBLAS, and the fused SwiGLU / residual epilogues through "auto"; at M = 1 also the read
  * ceiling of the weight, "read_pdl" / "read": a kernel that only reads its bytes, and "read_early":
- * the same with every read before the PDL wait), ladder (decode rungs 01..07
+ * the same with every read before the PDL wait; "read_coP_G": G blocks per SM, launch_dependents
+ * first and P batches of loads before the wait, so the next grid fits beside it), ladder (decode rungs 01..07
  * at M = 1 and 8), prefill (the model shapes at M = 32..2048: "auto", rung 02 with its own tile
  * pick and with each tile config forced, wgmma, cuBLAS, fused epilogues through "auto"; not part
  * of all), splitk (the split-K rung 04: Llama-3-8B QKV / down and the SmolLM2 shapes at M = 32..2048,
@@ -20,7 +21,10 @@
  * and cublasLt; not part of all), skinny (rung 05, the operand-swapped wgmma kernel, at M = 1..128 with each
  * split factor forced, vs the dispatcher, rung 03 and both references; not part of all), tiny (rung
  * 06 on the SmolLM2 layer weights at M = 16..2048, token tile, cluster and split forced or picked,
- * vs the dispatcher and both references; not part of all), tmabw (the TMA load path alone by box
+ * vs the dispatcher and both references; not part of all), tinybig (rung 06 past one wave: the
+ * LM head, Llama-3-8B through rings, SmolLM2 down / gate-up at 512 through short rings; not part of
+ * all), wide96 (rung 03's 128 x 96 tiles against 72 / 128 / 256 on the SmolLM2 shapes at
+ * M = 128..2048; not part of all), tmabw (the TMA load path alone by box
  * shape, stages, issuers and CTAs: tma_bw.cu; not part of all), trace (builds
  * configured with -DTINFER_WS_TRACE=ON only: rung 03's per-CTA phase timestamps on a few shapes, see
  * gemm/tc/ws_trace.cuh), all (default: ladder, square, model).
@@ -247,6 +251,48 @@ static __global__ void read_ceiling_kernel(const uint4 *p, size_t n, uint32_t *s
 #endif
     if (acc == 0x9e3779b9u) *sink = acc;
 }
+/* The read ceiling of a grid that leaves room for the next one (kernel ids 25-28, "read_coP_G"):
+ * G blocks of 256 threads per SM, grid-stride as above, launch_dependents first and the first PRE
+ * batches of 8 loads per thread issued before griddepcontrol.wait, the rest after it. Back to
+ * back, the next grid's blocks fit beside this one's and hold PRE batches in flight while it
+ * streams: what a persistent GEMV that holds part of its weight before the wait could reach. */
+template <int PRE>
+static __global__ void __launch_bounds__(256) read_co_kernel(const uint4 *p, size_t n, uint32_t *sink) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint4 v[PRE][8];
+#pragma unroll
+    for (int b = 0; b < PRE; b++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const size_t e = i + (size_t)(8 * b + j) * stride;
+            v[b][j] = e < n ? __ldcs(p + e) : make_uint4(0, 0, 0, 0);
+        }
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    uint32_t acc = 0;
+#pragma unroll
+    for (int b = 0; b < PRE; b++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc ^= v[b][j].x ^ v[b][j].y ^ v[b][j].z ^ v[b][j].w;
+    i += (size_t)8 * PRE * stride;
+    for (; i + 7 * stride < n; i += 8 * stride) {
+        uint4 u[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) u[j] = __ldcs(p + i + j * stride);
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc ^= u[j].x ^ u[j].y ^ u[j].z ^ u[j].w;
+    }
+    for (; i < n; i += stride) {
+        const uint4 u = __ldcs(p + i);
+        acc ^= u.x ^ u.y ^ u.z ^ u.w;
+    }
+    if (acc == 0x9e3779b9u) *sink = acc;
+}
 static uint32_t *g_sink;
 static int g_n_sm;
 
@@ -268,7 +314,7 @@ static double measure_copy(void) {
     return 2.0 * bytes / (us * 1e-6) / 1e9;
 }
 
-/* kernel ids: 0 cuBLAS, 9 cublasLt, 1..7 decode rungs (24: rung 08), 8 / 10 / 23 the read ceiling (PDL / plain / reads before the wait), 11 wmma, 12 mma.sync (own tile pick), 13 wgmma,
+/* kernel ids: 0 cuBLAS, 9 cublasLt, 1..7 decode rungs (24: rung 08), 8 / 10 / 23 the read ceiling (PDL / plain / reads before the wait), 25-28 the read ceiling of a grid with room for the next (read_co_kernel), 11 wmma, 12 mma.sync (own tile pick), 13 wgmma,
  * 14..16 mma.sync tile config 0..2 forced, 20 auto (dispatcher), 21/22 auto + SwiGLU / residual */
 static const char *kname(int k) {
     switch (k) {
@@ -277,6 +323,10 @@ static const char *kname(int k) {
     case 8: return "read_pdl";
     case 10: return "read";
     case 23: return "read_early";
+    case 25: return "read_co1_2";
+    case 26: return "read_co2_2";
+    case 27: return "read_co2_1";
+    case 28: return "read_co1_4";
     case 40: return "split_auto";
     case 41: return "skinny";
     case 42: return "tiny";
@@ -308,9 +358,9 @@ static const char *kname(int k) {
     case 21: return "auto_swiglu";
     case 22: return "auto_residual";
     }
-    if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 * split factor + width code (0: 128, 1: 256, 2: 144, 3: 72, 4: 72 with X multicast) */
+    if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 * split factor + width code (0: 128, 1: 256, 2: 144, 3: 72, 4: 72 with X multicast, 5: 96) */
         static char nb[32];
-        snprintf(nb, sizeof nb, "wg%d%s_k%d", k % 10 == 1 ? 256 : k % 10 == 2 ? 144 : k % 10 >= 3 ? 72 : 128, k % 10 == 4 ? "mc" : "",
+        snprintf(nb, sizeof nb, "wg%d%s_k%d", k % 10 == 1 ? 256 : k % 10 == 2 ? 144 : k % 10 == 5 ? 96 : k % 10 >= 3 ? 72 : 128, k % 10 == 4 ? "mc" : "",
                  (k - 200) / 10);
         return nb;
     }
@@ -422,6 +472,21 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
                 BCK(cudaLaunchKernelEx(&lc, read_ceiling_kernel, (const uint4 *)w, wsz * 2 / 16, g_sink, k == 8 ? 1 : k == 23 ? 2 : 0));
                 return;
             }
+            if (k >= 25 && k <= 28) { /* the read ceiling of a grid that leaves room for the next */
+                cudaLaunchConfig_t lc;
+                cudaLaunchAttribute at[1];
+                memset(&lc, 0, sizeof lc);
+                lc.gridDim = dim3((unsigned)((k == 27 ? 1 : k == 28 ? 4 : 2) * g_n_sm));
+                lc.blockDim = dim3(256);
+                lc.stream = g_s;
+                at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+                at[0].val.programmaticStreamSerializationAllowed = 1;
+                lc.attrs = at;
+                lc.numAttrs = 1;
+                if (k == 25 || k == 28) BCK(cudaLaunchKernelEx(&lc, read_co_kernel<1>, (const uint4 *)w, wsz * 2 / 16, g_sink));
+                else BCK(cudaLaunchKernelEx(&lc, read_co_kernel<2>, (const uint4 *)w, wsz * 2 / 16, g_sink));
+                return;
+            }
             tinfer_gemm_bf16_args a;
             memset(&a, 0, sizeof a);
             a.M = M; a.N = N; a.K = K; a.X = x; a.ldx = K; a.W = w; a.ldw = K;
@@ -476,6 +541,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
                                     : k % 10 == 2 ? TINFER_GEMM_BF16_WGMMA_CFG_144
                                     : k % 10 == 3 ? TINFER_GEMM_BF16_WGMMA_CFG_72
                                     : k % 10 == 4 ? TINFER_GEMM_BF16_WGMMA_CFG_72MC
+                                    : k % 10 == 5 ? TINFER_GEMM_BF16_WGMMA_CFG_96
                                                   : TINFER_GEMM_BF16_WGMMA_CFG_128;
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_wgmma_ws_split(&a, cfg, (k - 200) / 10, g_s, &err);
             }
@@ -868,7 +934,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--w-static")) g_w_static = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny|tmabw] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny|tinybig|wide96|tmabw] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -877,7 +943,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         }
     }
     {
-        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny", "tmabw",
+        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny", "tinybig", "wide96", "tmabw",
 #ifdef TINFER_WS_TRACE
                                            "trace", "tytrace", "tybisect"
 #endif
@@ -948,7 +1014,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
             for (int64_t M : {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048}) {
                 if (g_quick && M != 1 && M != 16 && M != 512) continue;
                 std::vector<int> ks = {0, 9, 20};
-                if (M == 1) ks.insert(ks.end(), {8, 10, 23}); /* the read ceiling of the weight */
+                if (M == 1) ks.insert(ks.end(), {8, 10, 23, 25, 26, 27, 28}); /* the read ceiling of the weight */
                 if (M <= 64) ks.push_back(5); /* threshold sweep: GEMV vs GEMM around 16 */
                 if (M <= 16) ks.push_back(6);
                 if (M <= 16 && s.K <= 1024) ks.push_back(4);  /* rung 04 on short rows */
@@ -1083,6 +1149,35 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         for (int64_t M : {16, 32, 64, 128, 256, 512})
             bench_shape(rs, "tiny", "smol_gateup_sw", M, 3072, 576, {0, 9, 20, 42, 401, 402, 403});
         g_swiglu = false;
+    }
+    if (!strcmp(set, "tinybig")) {
+        /* rung 06 past one wave: the LM head (K fits one CTA) with each token tile forced, and the
+         * Llama-3-8B weights through rings (6 stages, two CTAs per SM; split 1 / 2 / 4) */
+        for (int64_t M : {16, 32, 64, 128, 512})
+            bench_shape(rs, "tinybig", "smol_lmhead", M, 49152, 576, {0, 9, 20, 401, 402, 403});
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"llama_qkv", 6144, 4096}, {"llama_gateup", 28672, 4096}, {"llama_down", 4096, 14336}};
+        for (const auto &s : ms)
+            for (int64_t M : {16, 64, 128, 512})
+                bench_shape(rs, "tinybig", s.n, M, s.N, s.K, {0, 9, 20, 1611, 1621, 1641, 1612, 1622, 1642, 1613, 1623, 1643});
+        /* SmolLM2 down / gate-up at 512 tokens through short rings that fit one wave: 32-token
+         * tiles split 2 / 3 / 4 through 4 / 5 stages, 64-token tiles unsplit through 3 / 4 / 5 */
+        bench_shape(rs, "tinybig", "smol_down", 512, 576, 1536, {0, 9, 20, 1422, 1432, 1442, 1522, 1532, 1542, 1433});
+        bench_shape(rs, "tinybig", "smol_gateup", 512, 3072, 576, {0, 9, 20, 1313, 1413, 1513, 1312, 1412});
+        /* 2048 tokens: 64-token tiles through 3 / 4 / 5-stage rings (3 / 3 / 2 CTAs per SM), 32-token
+         * tiles through 3 stages */
+        for (const auto &s : {std::make_pair("smol_o", 576), std::make_pair("smol_qkv", 960)})
+            bench_shape(rs, "tinybig", s.first, 2048, s.second, 576, {0, 9, 20, 1313, 1413, 1513, 1312});
+    }
+    if (!strcmp(set, "wide96")) {
+        /* rung 03's 128 x 96 tiles (unsplit, plain) against 72 / 128 / 256 on the shapes whose
+         * pick the width rule moves or could move */
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"smol_qkv", 960, 576}, {"smol_o", 576, 576}, {"smol_gateup", 3072, 576}, {"smol_down", 576, 1536},
+            {"smol_lmhead", 49152, 576}};
+        for (const auto &s : ms)
+            for (int64_t M : {128, 256, 512, 1024, 2048})
+                bench_shape(rs, "wide96", s.n, M, s.N, s.K, {0, 9, 20, 215, 213, 210, 211});
     }
     if (!strcmp(set, "wsplit")) {
         printf("co-resident clusters of rung 03's split kernel (cudaOccupancyMaxActiveClusters), factor 2..8:\n");
