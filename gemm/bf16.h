@@ -152,7 +152,11 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMM_BF16_WGMMA_72_MAX_K 2048
 /* Rung 03's 128 x 96 tiles join the same rule (plain outputs, K <= _72_MAX_K, no split) where
  * they cost less than 72 (1) or not (0): SmolLM2 gate/up at 512 tokens, 128 tiles of 96 in one
- * round where 72 takes two and 128 leaves 36 SMs idle. */
+ * round where 72 takes two and 128 leaves 36 SMs idle. H200 session 14 (`wide96`, graph us, two
+ * runs): gate/up M = 512 96-wide 5.05 / 5.03 against 128-wide 5.81 / 5.78, 72-wide 7.69 / 7.68
+ * and cuBLAS 5.33 / 5.30; M = 1024 8.34 vs 9.45 (128). Of the sweep's shapes the rule moves only
+ * gate/up at 512 (and 1024); elsewhere 96 measured slower than the pick (O / QKV 128-2048,
+ * down, LM head). */
 #define TINFER_GEMM_BF16_WGMMA_96 1
 /* The dispatcher sends a few-tile shape that rung 04 would take to rung 03 instead when rung 03
  * takes it unsplit in 128 x 72 tiles (K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K) and M >= this. H200

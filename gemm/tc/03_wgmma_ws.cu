@@ -47,6 +47,12 @@
  *    H200, session 8 (stream / graph us, against the previous pick): O M = 512 5.29 / 4.76 vs
  *    6.33 / 5.77, O M = 2048 5.89 / 5.16 vs 6.91 / 6.42, down M = 2048 9.69 / 8.92 vs 10.91 /
  *    10.03, QKV M = 512 4.85 / 4.45 vs 5.67 / 5.37.
+ *  - 128 x 96 tiles (m64n96k16, 6 stages of 28 KB, two 48-row W boxes; plain outputs only, no
+ *    split, as 72): a candidate of the same cost rule where it costs less than 72
+ *    (TINFER_GEMM_BF16_WGMMA_96): SmolLM2 gate/up at 512 tokens takes 128 tiles of 96 in one round
+ *    (H200, session 14, graph: 5.05 us against 5.81 at 128 wide and cuBLAS 5.33). Two
+ *    accumulator chains (even / odd k16 steps) in the 72- and 96-wide mainloop made every cell
+ *    2-8% slower (session 14); one chain stays.
  *  - X multicast (MC instantiation, cfg TINFER_GEMM_BF16_WGMMA_CFG_72MC or TINFER_GEMM_WGMMA_MC=1
  *    for the picked 72-wide tiles): clusters of 2 CTAs walk pairs of tiles (tm, 2p) and (tm, 2p + 1)
  *    that need the same X tile; each loads its 64-row half once with a multicast TMA into both
