@@ -217,6 +217,22 @@ template <typename Fn> static double time_us(Fn fn, int reps) {
     return t[t.size() / 2] * 1000.0 / reps;
 }
 
+/* The grid-stride read both read kernels share: elements i, i + stride, .. of p[0, n), eight
+ * 16-byte streaming loads in flight per thread, XOR-folded into acc. */
+static __device__ __forceinline__ uint32_t read_fold(const uint4 *p, size_t n, size_t i, size_t stride, uint32_t acc) {
+    for (; i + 7 * stride < n; i += 8 * stride) {
+        uint4 v[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = __ldcs(p + i + j * stride);
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+    }
+    for (; i < n; i += stride) {
+        const uint4 v = __ldcs(p + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    return acc;
+}
 /* The read ceiling of a decode shape (kernel ids 8 and 10): every byte of the weight copy read
  * once with 16-byte streaming loads, 8 in flight per thread, 4 blocks of 256 threads per SM,
  * grid-stride, folded with XOR and stored only when the fold equals a constant (so the loads are
@@ -232,19 +248,7 @@ static __global__ void read_ceiling_kernel(const uint4 *p, size_t n, uint32_t *s
     if (pdl == 1) asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
     const size_t stride = (size_t)gridDim.x * blockDim.x;
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    uint32_t acc = 0;
-    for (; i + 7 * stride < n; i += 8 * stride) {
-        uint4 v[8];
-#pragma unroll
-        for (int j = 0; j < 8; j++) v[j] = __ldcs(p + i + j * stride);
-#pragma unroll
-        for (int j = 0; j < 8; j++) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
-    }
-    for (; i < n; i += stride) {
-        const uint4 v = __ldcs(p + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
+    const uint32_t acc = read_fold(p, n, (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride, 0);
 #if __CUDA_ARCH__ >= 900
     if (pdl == 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     if (pdl == 2) asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -253,9 +257,11 @@ static __global__ void read_ceiling_kernel(const uint4 *p, size_t n, uint32_t *s
 }
 /* The read ceiling of a grid that leaves room for the next one (kernel ids 25-28, "read_coP_G"):
  * G blocks of 256 threads per SM, grid-stride as above, launch_dependents first and the first PRE
- * batches of 8 loads per thread issued before griddepcontrol.wait, the rest after it. Back to
- * back, the next grid's blocks fit beside this one's and hold PRE batches in flight while it
- * streams: what a persistent GEMV that holds part of its weight before the wait could reach. */
+ * batches of 8 loads per thread read before griddepcontrol.wait (ptxas folds them there: 32 / 38
+ * registers), the rest after it. Back to back, the next grid's blocks fit beside this one's and
+ * read their first batches while it streams: what a GEMV that holds PRE x 4 KB per block of its
+ * weight before the wait, with room left for the next grid, could reach (gemm/NOTES.md,
+ * session 14). */
 template <int PRE>
 static __global__ void __launch_bounds__(256) read_co_kernel(const uint4 *p, size_t n, uint32_t *sink) {
 #if __CUDA_ARCH__ >= 900
@@ -279,18 +285,7 @@ static __global__ void __launch_bounds__(256) read_co_kernel(const uint4 *p, siz
     for (int b = 0; b < PRE; b++)
 #pragma unroll
         for (int j = 0; j < 8; j++) acc ^= v[b][j].x ^ v[b][j].y ^ v[b][j].z ^ v[b][j].w;
-    i += (size_t)8 * PRE * stride;
-    for (; i + 7 * stride < n; i += 8 * stride) {
-        uint4 u[8];
-#pragma unroll
-        for (int j = 0; j < 8; j++) u[j] = __ldcs(p + i + j * stride);
-#pragma unroll
-        for (int j = 0; j < 8; j++) acc ^= u[j].x ^ u[j].y ^ u[j].z ^ u[j].w;
-    }
-    for (; i < n; i += stride) {
-        const uint4 u = __ldcs(p + i);
-        acc ^= u.x ^ u.y ^ u.z ^ u.w;
-    }
+    acc = read_fold(p, n, i + (size_t)8 * PRE * stride, stride, acc);
     if (acc == 0x9e3779b9u) *sink = acc;
 }
 static uint32_t *g_sink;
@@ -458,33 +453,24 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
                                     g_lt_ws, g_lt_ws_bytes, g_s));
                 return;
             }
-            if (k == 8 || k == 10 || k == 23) { /* the read ceiling of this weight copy */
+            if (k == 8 || k == 10 || k == 23 || (k >= 25 && k <= 28)) {
+                /* the read ceiling of this weight copy (25-28: a grid that leaves room for the next) */
                 cudaLaunchConfig_t lc;
                 cudaLaunchAttribute at[1];
                 memset(&lc, 0, sizeof lc);
-                lc.gridDim = dim3((unsigned)(4 * g_n_sm));
+                const int per_sm = k == 27 ? 1 : k == 25 || k == 26 ? 2 : 4;
+                lc.gridDim = dim3((unsigned)(per_sm * g_n_sm));
                 lc.blockDim = dim3(256);
                 lc.stream = g_s;
                 at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
                 at[0].val.programmaticStreamSerializationAllowed = 1;
                 lc.attrs = at;
                 lc.numAttrs = k == 10 ? 0 : 1;
-                BCK(cudaLaunchKernelEx(&lc, read_ceiling_kernel, (const uint4 *)w, wsz * 2 / 16, g_sink, k == 8 ? 1 : k == 23 ? 2 : 0));
-                return;
-            }
-            if (k >= 25 && k <= 28) { /* the read ceiling of a grid that leaves room for the next */
-                cudaLaunchConfig_t lc;
-                cudaLaunchAttribute at[1];
-                memset(&lc, 0, sizeof lc);
-                lc.gridDim = dim3((unsigned)((k == 27 ? 1 : k == 28 ? 4 : 2) * g_n_sm));
-                lc.blockDim = dim3(256);
-                lc.stream = g_s;
-                at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-                at[0].val.programmaticStreamSerializationAllowed = 1;
-                lc.attrs = at;
-                lc.numAttrs = 1;
-                if (k == 25 || k == 28) BCK(cudaLaunchKernelEx(&lc, read_co_kernel<1>, (const uint4 *)w, wsz * 2 / 16, g_sink));
-                else BCK(cudaLaunchKernelEx(&lc, read_co_kernel<2>, (const uint4 *)w, wsz * 2 / 16, g_sink));
+                const uint4 *wp = (const uint4 *)w;
+                const size_t n16 = wsz * 2 / 16;
+                if (k == 25 || k == 28) BCK(cudaLaunchKernelEx(&lc, read_co_kernel<1>, wp, n16, g_sink));
+                else if (k == 26 || k == 27) BCK(cudaLaunchKernelEx(&lc, read_co_kernel<2>, wp, n16, g_sink));
+                else BCK(cudaLaunchKernelEx(&lc, read_ceiling_kernel, wp, n16, g_sink, k == 8 ? 1 : k == 23 ? 2 : 0));
                 return;
             }
             tinfer_gemm_bf16_args a;
