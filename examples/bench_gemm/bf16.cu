@@ -1149,6 +1149,9 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         /* SmolLM2 down / gate-up at 512 tokens through short rings that fit one wave: 32-token
          * tiles split 2 / 3 / 4 through 4 / 5 stages, 64-token tiles unsplit through 3 / 4 / 5 */
         bench_shape(rs, "tinybig", "smol_down", 512, 576, 1536, {0, 9, 20, 1422, 1432, 1442, 1522, 1532, 1542, 1433});
+        /* rung 05 (128 W rows x 64 tokens, ring over K) unsplit / split 2 / 3 on down at 512 and 2048 */
+        bench_shape(rs, "tinybig", "smol_down", 512, 576, 1536, {0, 9, 313, 323, 333});
+        bench_shape(rs, "tinybig", "smol_down", 2048, 576, 1536, {0, 9, 20, 313, 323});
         bench_shape(rs, "tinybig", "smol_gateup", 512, 3072, 576, {0, 9, 20, 1313, 1413, 1513, 1312, 1412});
         /* 2048 tokens: 64-token tiles through 3 / 4 / 5-stage rings (3 / 3 / 2 CTAs per SM), 32-token
          * tiles through 3 stages */
