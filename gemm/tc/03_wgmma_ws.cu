@@ -135,7 +135,8 @@
  * for the 128B swizzle (§2); + 256 barriers; + 8 warps' epilogue scratch: 231,680 B, under the
  * 232,448 B (227 KB) per-block limit. */
 template <int BN, bool TS = false> struct WsGeo {
-    static_assert(BN == 256 || BN == 128 || BN == 144 || BN == 96 || BN == 72, "tile width 72, 96, 128, 144 or 256");
+    static_assert(BN == 256 || BN == 128 || BN == 144 || BN == 96 || BN == 72,
+                  "tile width 72, 96, 128, 144 or 256");
     static_assert(!TS || BN % 64 == 0, "TMA-store epilogue: whole 64-column boxes");
     static constexpr int B_BYTES = BN * WS_BK * 2;
     static constexpr int STAGE_BYTES = WS_A_BYTES + B_BYTES;
@@ -145,7 +146,8 @@ template <int BN, bool TS = false> struct WsGeo {
     /* each W box (BN / W_BOXES rows of 128 B) starts 1024-byte aligned, as the 128B swizzle needs */
     static_assert((B_BYTES / W_BOXES) % 1024 == 0 && STAGE_BYTES % 1024 == 0, "swizzle atoms stay aligned");
     /* TS (TMA-store epilogue): a 128 x 256 tile's 64 KB output buffer takes a stage */
-    static constexpr int STAGES = BN == 256 ? (TS ? 3 : 4) : BN == 144 ? 5 : BN == 72 ? 7 : 6; /* 96: 6 x 28 KB */
+    /* 96 and 128: 6 stages (28 / 32 KB) */
+    static constexpr int STAGES = BN == 256 ? (TS ? 3 : 4) : BN == 144 ? 5 : BN == 72 ? 7 : 6;
     /* TS: each consumer's 64-row output slab as BF16 in 64-column boxes of 8 KB (128B swizzle),
      * 1024-byte aligned after 1 KB of barriers; no per-warp scratch */
     static constexpr int OUT_BYTES = TS ? 2 * 64 * BN * 2 : 0;
@@ -206,7 +208,8 @@ static __device__ __forceinline__ void wgmma_m64n72k16(float d[36], uint64_t da,
         : WS_ACC8(0), WS_ACC8(8), WS_ACC8(16), WS_ACC8(24), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
         : "l"(da), "l"(db), "r"(scale_d));
 }
-static __device__ __forceinline__ void wgmma_m64n96k16(float d[48], uint64_t da, uint64_t db, uint32_t scale_d) {
+static __device__ __forceinline__ void wgmma_m64n96k16(float d[48], uint64_t da, uint64_t db,
+                                                       uint32_t scale_d) {
     asm volatile(
         "{\n .reg .pred p;\n setp.ne.b32 p, %50, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {"
@@ -983,7 +986,8 @@ int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu,
  * than the cfg rule's width by the same cost (rounds of tiles x (width +
  * TINFER_GEMM_BF16_WGMMA_TILE_FIXED)); 96 only with TINFER_GEMM_BF16_WGMMA_96 and where it costs
  * less than 72. Returns the width, or 0. */
-int32_t tinfer_gemm_bf16_wgmma_narrow(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm) {
+int32_t tinfer_gemm_bf16_wgmma_narrow(int64_t M, int64_t nout, int64_t K, int32_t swiglu,
+                                      int32_t n_sm) {
     if (swiglu || K > TINFER_GEMM_BF16_WGMMA_72_MAX_K || n_sm < 1) return 0;
     const int64_t tiles_m = (M + WS_BM - 1) / WS_BM;
     auto cost = [&](int64_t bn) {
@@ -1124,7 +1128,7 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
     static int mc_clusters[16];
     /* the TMA-store instantiations: persistent, whole 64-column boxes */
     constexpr bool WS_HAS_TS = !PP && BN % 64 == 0;
-    /* the split-K instantiations (not for the 72- and 96-wide tiles, which exist to avoid a split) */
+    /* the split-K instantiations (not for the 72- and 96-wide tiles: they exist to avoid one) */
     constexpr bool WS_HAS_SPLIT = !PP && BN != 72 && BN != 96;
     using GT = WsGeo<WS_HAS_TS ? BN : 128, true>;
     tinfer_status status = TINFER_OK;
@@ -1227,12 +1231,17 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90 (device %d is sm_%d*)", dev, major);
     if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: dimension over 2^31");
-    const bool narrow = cfg == TINFER_GEMM_BF16_WGMMA_CFG_72 || cfg == TINFER_GEMM_BF16_WGMMA_CFG_72MC || cfg == TINFER_GEMM_BF16_WGMMA_CFG_96;
-    if (ksplit < 0 || ksplit > 8 || (ksplit > 1 && (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128 || narrow)))
+    const bool narrow = cfg == TINFER_GEMM_BF16_WGMMA_CFG_72 ||
+                        cfg == TINFER_GEMM_BF16_WGMMA_CFG_72MC || cfg == TINFER_GEMM_BF16_WGMMA_CFG_96;
+    if (ksplit < 0 || ksplit > 8 ||
+        (ksplit > 1 && (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128 || narrow)))
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
-                              "gemm_bf16 wgmma: split-K factor %d (0 = auto, 1..8; none with ping-pong, 72- or 96-wide tiles)", (int)ksplit);
+                              "gemm_bf16 wgmma: split-K factor %d (0 = auto, 1..8; none with "
+                              "ping-pong, 72- or 96-wide tiles)",
+                              (int)ksplit);
     if (narrow && a->swiglu)
-        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: 72- and 96-wide tiles have no SwiGLU epilogue");
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED,
+                              "gemm_bf16 wgmma: 72- and 96-wide tiles have no SwiGLU epilogue");
     const bool picked = cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO;
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO && ksplit == 0) {
         const int32_t(*cl)[9] = NULL;
@@ -1248,7 +1257,8 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
     /* the picked 72-wide tiles multicast X over clusters of 2 with TINFER_GEMM_WGMMA_MC=1 */
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_72) return ws_launch<72, false>(a, dev, n_sm, 1, picked && ws_switch_on(WS_SW_MC), s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_72MC) return ws_launch<72, false>(a, dev, n_sm, 1, true, s, err);
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_96) return ws_launch<96, false>(a, dev, n_sm, 1, false, s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_96)
+        return ws_launch<96, false>(a, dev, n_sm, 1, false, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128) return ws_launch<128, true>(a, dev, n_sm, 1, false, s, err);
     return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
                           "gemm_bf16 wgmma: tile config %d (256, 144, 128, 96, 72, %d for ping-pong 128, %d for 72 with X multicast)", (int)cfg,
