@@ -323,10 +323,9 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
                 if constexpr (decltype(mma)::value) {
 #pragma unroll
                     for (int kk = 0; kk < TY_BK / 16; kk++) {
-                        if (TWO && kk % 2)
-                            wgmma_m64xn<BT>(d2, wgmma_desc(slot + kk * 32), wgmma_desc(slot + TY_SLAB + kk * 32), i != 0 || kk > 1);
-                        else
-                            wgmma_m64xn<BT>(d, wgmma_desc(slot + kk * 32), wgmma_desc(slot + TY_SLAB + kk * 32), i != 0 || kk != 0);
+                        const uint64_t da = wgmma_desc(slot + kk * 32), db = wgmma_desc(slot + TY_SLAB + kk * 32);
+                        if (TWO && kk % 2) wgmma_m64xn<BT>(d2, da, db, i != 0 || kk > 1); /* d2 starts at kk = 1 */
+                        else wgmma_m64xn<BT>(d, da, db, i != 0 || kk != 0);
                     }
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");

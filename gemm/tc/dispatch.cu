@@ -152,11 +152,11 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
     const bool few_tiles = tiles * TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV < (int64_t)n_sm;
     const bool split_pays = a->K <= TINFER_GEMM_BF16_SPLIT_MAX_K &&
                             tiles <= TINFER_GEMM_BF16_SPLIT_MAX_TILES;
-    /* rung 03's 128 x 72 tiles, unsplit (short K), beat rung 04 from M = 64 (bf16.h) */
+    /* rung 03's narrow tiles (128 x 72 or 96), unsplit (short K), beat rung 04 from M = 64 (bf16.h) */
     if (!few_tiles || !split_pays) return TINFER_GEMM_BF16_WGMMA_WS;
-    const bool tiles72 = a->M >= TINFER_GEMM_BF16_WGMMA_72_MIN_M && a->K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K &&
-                         tinfer_gemm_bf16_wgmma_narrow(a->M, nout, a->K, a->swiglu, n_sm) != 0;
-    return tiles72 ? TINFER_GEMM_BF16_WGMMA_WS : TINFER_GEMM_BF16_MMA_SPLITK;
+    const bool narrow = a->M >= TINFER_GEMM_BF16_WGMMA_72_MIN_M && a->K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K &&
+                        tinfer_gemm_bf16_wgmma_narrow(a->M, nout, a->K, a->swiglu, n_sm) != 0;
+    return narrow ? TINFER_GEMM_BF16_WGMMA_WS : TINFER_GEMM_BF16_MMA_SPLITK;
 }
 
 /* GEMV rung 08's ground (bf16.h): short rows up to TINFER_GEMV_BF16_STREAM_MAX_M tokens, and small
