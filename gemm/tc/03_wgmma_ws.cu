@@ -864,15 +864,18 @@ static PFN_cuTensorMapEncodeTiled_v12000 ws_encode_fn(void) {
     return fn;
 }
 
+/* Boxes of box_cols x box_rows; the 128-byte swizzle where a box row fits it (box_cols <= 64),
+ * else none (decode rung 09's 256-column boxes). */
 static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
-                                   uint32_t box_rows, const char *what, tinfer_err *err) {
+                                   uint32_t box_cols, uint32_t box_rows, const char *what, tinfer_err *err) {
     PFN_cuTensorMapEncodeTiled_v12000 enc = ws_encode_fn();
     if (!enc) return tinfer_err_set(err, TINFER_ERR_CUDA, "gemm_bf16 wgmma: cuTensorMapEncodeTiled not available");
     const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
     const cuuint64_t strides[1] = {(cuuint64_t)ld * 2};
-    const cuuint32_t box[2] = {WS_BK, box_rows}, estr[2] = {1, 1};
+    const cuuint32_t box[2] = {box_cols, box_rows}, estr[2] = {1, 1};
+    const CUtensorMapSwizzle swz = box_cols <= 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
     CUresult r = enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims, strides, box, estr,
-                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, swz, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tensor map for %s [%lld, %lld] ld %lld failed (CUresult %d)",
@@ -916,7 +919,7 @@ static bool ws_switch_on(int which) {
 typedef struct ws_map_entry {
     const void *p;
     int64_t rows, K, ld;
-    uint32_t box_rows;
+    uint32_t box_rows, box_cols;
     CUtensorMap map;
 } ws_map_entry;
 struct WsMapCache {
@@ -926,21 +929,23 @@ struct WsMapCache {
 };
 static thread_local WsMapCache ws_cache;
 
-static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
-                                 uint32_t box_rows, const char *what, tinfer_err *err) {
+static tinfer_status ws_make_map_box(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
+                                     uint32_t box_cols, uint32_t box_rows, const char *what, tinfer_err *err) {
     WsMapCache &c = ws_cache;
     if (!c.e && ws_switch_on(WS_SW_MAPCACHE)) c.e = (ws_map_entry *)calloc(WS_MAP_SETS * WS_MAP_WAYS, sizeof(ws_map_entry));
     /* set index: the address bits above the 256-byte alignment cudaMalloc gives, mixed with the shape */
-    const uint64_t h = ((uint64_t)(uintptr_t)base >> 8) ^ ((uint64_t)(uintptr_t)base >> 20) ^ (uint64_t)rows ^ ((uint64_t)box_rows << 3);
+    const uint64_t h = ((uint64_t)(uintptr_t)base >> 8) ^ ((uint64_t)(uintptr_t)base >> 20) ^ (uint64_t)rows ^
+                       ((uint64_t)box_rows << 3) ^ ((uint64_t)box_cols << 5);
     ws_map_entry *set = c.e ? c.e + (h % WS_MAP_SETS) * WS_MAP_WAYS : nullptr;
     for (int i = 0; set && i < WS_MAP_WAYS; i++) {
         const ws_map_entry &e = set[i];
-        if (e.p == base && e.rows == rows && e.K == K && e.ld == ld && e.box_rows == box_rows) {
+        if (e.p == base && e.rows == rows && e.K == K && e.ld == ld && e.box_rows == box_rows &&
+            e.box_cols == box_cols) {
             *map = e.map;
             return TINFER_OK;
         }
     }
-    tinfer_status st = ws_encode_map(map, base, rows, K, ld, box_rows, what, err);
+    tinfer_status st = ws_encode_map(map, base, rows, K, ld, box_cols, box_rows, what, err);
     if (st != TINFER_OK || !set) return st;
     uint8_t &nx = c.next[h % WS_MAP_SETS];
     ws_map_entry &e = set[nx];
@@ -950,6 +955,7 @@ static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t
     e.K = K;
     e.ld = ld;
     e.box_rows = box_rows;
+    e.box_cols = box_cols;
     e.map = *map;
     return TINFER_OK;
 }
@@ -957,7 +963,16 @@ static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t
 /* Shared with rung 05 (gemm_bf16_tc_internal.h): the cached map and the PDL policy. */
 tinfer_status tinfer_gemm_bf16_tma_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
                                        uint32_t box_rows, const char *what, tinfer_err *err) {
-    return ws_make_map(map, base, rows, K, ld, box_rows, what, err);
+    return ws_make_map_box(map, base, rows, K, ld, WS_BK, box_rows, what, err);
+}
+tinfer_status tinfer_gemm_bf16_tma_map_box(CUtensorMap *map, const uint16_t *base, int64_t rows,
+                                           int64_t K, int64_t ld, uint32_t box_cols,
+                                           uint32_t box_rows, const char *what, tinfer_err *err) {
+    return ws_make_map_box(map, base, rows, K, ld, box_cols, box_rows, what, err);
+}
+static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
+                                 uint32_t box_rows, const char *what, tinfer_err *err) {
+    return ws_make_map_box(map, base, rows, K, ld, WS_BK, box_rows, what, err);
 }
 
 /* Tile configuration for a shape: the tile width whose tiles finish soonest, a tile costing its

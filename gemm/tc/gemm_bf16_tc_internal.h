@@ -74,6 +74,11 @@ int32_t tinfer_gemm_bf16_wgmma_narrow(int64_t M, int64_t nout, int64_t K, int32_
  * TINFER_GEMM_WGMMA_PDL). */
 tinfer_status tinfer_gemm_bf16_tma_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
                                        uint32_t box_rows, const char *what, tinfer_err *err);
+/* The same with boxes of box_cols K-columns (<= 256): the 128-byte swizzle for box_cols <= 64,
+ * else no swizzle (decode rung 09's 256-column boxes). */
+tinfer_status tinfer_gemm_bf16_tma_map_box(CUtensorMap *map, const uint16_t *base, int64_t rows,
+                                           int64_t K, int64_t ld, uint32_t box_cols,
+                                           uint32_t box_rows, const char *what, tinfer_err *err);
 /* Split-K reduction of rungs 03 and 05: st.async onto the owner's mbarrier (default), or DSMEM
  * stores and a second cluster barrier (TINFER_GEMM_WGMMA_SPLITRED=barrier, read once). */
 bool tinfer_gemm_bf16_split_asyncred(void);
