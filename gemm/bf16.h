@@ -19,7 +19,7 @@
  *   alignment rule. Kernels never read or write outside the [M, N'] box of Y/R.
  *
  * Families (each file's header gives its algorithm and measured result):
- *   decode GEMV  gemm/decode/0{1..5,7}_*.cu (06 lives in 05's file) — M = 1..16 per pass (07: up to 64);
+ *   decode GEMV  gemm/decode/0{1..5,7..9}_*.cu (06 lives in 05's file) — M = 1..16 per pass (07: up to 64);
  *                larger M loops over passes
  *   prefill      gemm/tc/01_wmma.cu, gemm/tc/02_mma_sync.cu (rung 02, and rung 04: its split-K over a
  *                cluster, sm_90), gemm/tc/03_wgmma_ws.cu (sm_90a only; 128 x 256 or 128 x 128 tiles),
@@ -71,6 +71,7 @@ typedef enum tinfer_gemv_bf16_kernel {
     TINFER_GEMV_BF16_CLUSTER = 6,        /* 06: 05 with K split over a 2-block cluster (sm_90) */
     TINFER_GEMV_BF16_PERSISTENT = 7,     /* 07: 05 persistent, X staged in smem, <= 64 tokens/pass */
     TINFER_GEMV_BF16_STREAM = 8,         /* 08: 04 on a persistent grid, next tile's W in flight (K <= 1024) */
+    TINFER_GEMV_BF16_BULK = 9,           /* 09: TMA-fed ring, a block per SM owns its columns (sm_90a) */
 } tinfer_gemv_bf16_kernel;
 
 /* Prefill tensor-core rungs (gemm/tc/). */
@@ -334,6 +335,19 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMV_BF16_STREAM_PASS_TRAFFIC ((int64_t)8 << 20)
 /* Rung 07 (persistent, X in shared memory, up to 64 tokens per pass) is not dispatched: it lost
  * to 05/06/04 and to the GEMM path on every shape of its H200 sweep (07_persistent.cu header). */
+/* Rung 09 (TMA-fed ring, one block per SM owning <= 64 whole columns) takes the GEMV path's calls
+ * of TINFER_GEMV_BF16_BULK_MIN_M.._MAX_M tokens, plain or residual (not SwiGLU: not measured),
+ * with K >= TINFER_GEMV_BF16_BULK_MIN_K and N <= TINFER_GEMV_BF16_BULK_COLS_PER_SM x SMs
+ * (Llama-3-8B QKV and down). H200 session 15 call 7 (`bulk`, stream / graph us, rung 09 against the previous
+ * pick): QKV M = 4 13.89 / 12.80 vs rung 05 14.80 / 13.85, M = 8 14.16 / 13.03 vs 15.33 / 14.48;
+ * down M = 4 29.95 / 29.55 vs rung 06 30.73 / 29.82, M = 8 30.00 / 29.63 vs 31.56 / 30.79. At
+ * M = 1-2 they are level (QKV M = 1 13.56 vs 13.42, M = 2 13.59 vs 13.56; down M = 1 30.13 vs
+ * 29.56, M = 2 30.10 vs 29.93), so rungs 05 / 06 keep them; M = 3 was not measured. gate/up (N =
+ * 28672: 448 blocks) 62-64 vs 55-60. */
+#define TINFER_GEMV_BF16_BULK_MIN_M 4
+#define TINFER_GEMV_BF16_BULK_MAX_M 8
+#define TINFER_GEMV_BF16_BULK_MIN_K 4096
+#define TINFER_GEMV_BF16_BULK_COLS_PER_SM 64
 
 /* Runs one decode rung. Any M >= 1 (rungs 02-05 take up to 16 tokens per pass over W). */
 tinfer_status tinfer_gemv_bf16(tinfer_gemv_bf16_kernel kernel, const tinfer_gemm_bf16_args *a,

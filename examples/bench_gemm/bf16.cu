@@ -24,7 +24,9 @@
  * vs the dispatcher and both references; not part of all), tinybig (rung 06 past one wave: the
  * LM head, Llama-3-8B through rings, SmolLM2 down / gate-up at 512 through short rings; not part of
  * all), wide96 (rung 03's 128 x 96 tiles against 72 / 128 / 256 on the SmolLM2 shapes at
- * M = 128..2048; not part of all), tmabw (the TMA load path alone by box
+ * M = 128..2048; not part of all), bulk (decode rung 09 and its launch configurations against
+ * rungs 05 / 06, the read probes and both references on the Llama-3-8B weights at M = 1..8; not
+ * part of all), tmabw (the TMA load path alone by box
  * shape, stages, issuers and CTAs: tma_bw.cu; not part of all), trace (builds
  * configured with -DTINFER_WS_TRACE=ON only: rung 03's per-CTA phase timestamps on a few shapes, see
  * gemm/tc/ws_trace.cuh), all (default: ladder, square, model).
@@ -333,6 +335,11 @@ static const char *kname(int k) {
     case 6: return "gemv06_cluster";
     case 7: return "gemv07_persist";
     case 24: return "gemv08_stream";
+    case 29: return "gemv09_bulk";
+    case 50: return "g09_noearly";
+    case 51: return "g09_cores";
+    case 52: return "g09_cores_2bps";
+    case 53: return "g09_s4";
     case 30: return "g07_pdl";
     case 31: return "g07_evict";
     case 32: return "g07_pdl_evict";
@@ -400,6 +407,10 @@ static const tinfer_gemv07_cfg g07_bench_cfg[] = {
     {64, 1, 16, -1, 1, 0}, {64, 1, 16, -1, 0, 1}, {64, 1, 16, -1, 1, 1}, {16, 2, 16, -1, 0, 0},
     {64, 1, 8, -1, 0, 0},  {16, 1, 16, -1, 0, 0}, {64, 1, 16, 0, 0, 0},
 };
+
+/* set bulk: rung 09 launch configurations, kernel ids 50..53 (gemv_bf16_internal.h) */
+static const tinfer_gemv09_cfg g09_bench_cfg[] = {
+    {1, 0, 0, 0}, {1, 0, 1, 1}, {2, 0, 1, 1}, {1, 4, 1, 0}};
 
 static void bench_shape(std::vector<rec> &out, const char *set, const char *shape, int64_t M, int64_t N, int64_t K,
                         const std::vector<int> &kernels) {
@@ -484,6 +495,11 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             tinfer_status st;
             if (k >= 1 && k <= 7) st = tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)k, &a, g_s, &err);
             else if (k == 24) st = tinfer_gemv_bf16(TINFER_GEMV_BF16_STREAM, &a, g_s, &err);
+            else if (k == 29) st = tinfer_gemv_bf16(TINFER_GEMV_BF16_BULK, &a, g_s, &err);
+            else if (k >= 50 && k <= 53) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemv_bf16_bulk_cfg(&a, &g09_bench_cfg[k - 50], g_s, &err);
+            }
             else if (k >= 30 && k <= 36) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
                 if (st == TINFER_OK) st = tinfer_gemv_bf16_persistent_cfg(&a, &g07_bench_cfg[k - 30], g_s, &err);
@@ -920,7 +936,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--w-static")) g_w_static = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny|tinybig|wide96|tmabw] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny|tinybig|wide96|bulk|tmabw] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -929,7 +945,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         }
     }
     {
-        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny", "tinybig", "wide96", "tmabw",
+        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny", "tinybig", "wide96", "bulk", "tmabw",
 #ifdef TINFER_WS_TRACE
                                            "trace", "tytrace", "tybisect"
 #endif
@@ -1047,6 +1063,18 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
             {"smol_qkv", 960, 576}, {"smol_o", 576, 576}, {"smol_gateup", 3072, 576}, {"smol_down", 576, 1536}};
         for (const auto &s : ss)
             for (int64_t M : {1, 16, 64}) bench_shape(rs, "decode", s.n, M, s.N, s.K, {0, 20, 7, 5, 30});
+    }
+    if (!strcmp(set, "bulk")) {
+        /* decode rung 09 (two grids per SM) against rungs 05 / 06, the dispatcher, cuBLAS and the
+         * read probes, on the Llama-3-8B weights at M = 1..8 */
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"llama_qkv", 6144, 4096}, {"llama_down", 4096, 14336}, {"llama_gateup", 28672, 4096}};
+        for (const auto &s : ms)
+            for (int64_t M : {1, 2, 4, 8}) {
+                std::vector<int> ks = {0, 9, 20, 5, 6, 29, 50, 51, 52, 53};
+                if (M == 1) ks.insert(ks.end(), {8, 23, 26, 28});
+                bench_shape(rs, "bulk", s.n, M, s.N, s.K, ks);
+            }
     }
     if (!strcmp(set, "wgmma")) {
         /* rung 03's two tile widths forced vs its own pick, on the shapes it takes (many tiles) */

@@ -357,9 +357,9 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
     }
 }
 
-/* The debug / measurement switches, read once per process (file comment):
- * TINFER_GEMV_PDL, TINFER_GEMV05_XSTAGE, TINFER_GEMV05_STAGES. -2 marks a value not understood. */
-static int g05_env(const char *name, int dflt, int lo, int hi) {
+/* An integer measurement switch (gemv_bf16_internal.h); rung 05's are read once per process
+ * (file comment): TINFER_GEMV_PDL, TINFER_GEMV05_XSTAGE, TINFER_GEMV05_STAGES, ... */
+int tinfer_gemv_env_int(const char *name, int dflt, int lo, int hi) {
     const char *e = getenv(name);
     if (!e || !*e) return dflt;
     char *end = NULL;
@@ -373,15 +373,15 @@ static const g05_switches *g05_get_switches(void) {
     static g05_switches sw;
     static int done = 0;
     if (!done) { /* a benign race: every thread computes the same values */
-        sw.pdl = g05_env("TINFER_GEMV_PDL", G05_PDL_DEFAULT, 0, 4);
-        sw.prefetch = g05_env("TINFER_GEMV05_PREFETCH", G05_PREFETCH_DEFAULT, 0, 4096);
-        const int xs = g05_env("TINFER_GEMV05_XSTAGE", -1, 0, 2);
+        sw.pdl = tinfer_gemv_env_int("TINFER_GEMV_PDL", G05_PDL_DEFAULT, 0, 4);
+        sw.prefetch = tinfer_gemv_env_int("TINFER_GEMV05_PREFETCH", G05_PREFETCH_DEFAULT, 0, 4096);
+        const int xs = tinfer_gemv_env_int("TINFER_GEMV05_XSTAGE", -1, 0, 2);
         sw.xstage_min_m = xs == -1 ? G05_XSTAGE_MIN_M : xs == 0 ? 0x7fffffff : xs == -2 ? -2 : xs;
-        sw.stages = g05_env("TINFER_GEMV05_STAGES", 0, 3, G05_MAX_STAGES); /* 0: auto */
-        sw.bps = g05_env("TINFER_GEMV05_BPS", 0, 3, G05_BLOCKS_PER_SM);   /* 0: auto */
-        sw.split = g05_env("TINFER_GEMV06_SPLIT", G06_SPLIT_DEFAULT, 2, 4);
+        sw.stages = tinfer_gemv_env_int("TINFER_GEMV05_STAGES", 0, 3, G05_MAX_STAGES); /* 0: auto */
+        sw.bps = tinfer_gemv_env_int("TINFER_GEMV05_BPS", 0, 3, G05_BLOCKS_PER_SM);   /* 0: auto */
+        sw.split = tinfer_gemv_env_int("TINFER_GEMV06_SPLIT", G06_SPLIT_DEFAULT, 2, 4);
         if (sw.split == 3) sw.split = -2;
-        sw.early_w = g05_env("TINFER_GEMV_EARLY_W", 1, 0, 2);
+        sw.early_w = tinfer_gemv_env_int("TINFER_GEMV_EARLY_W", 1, 0, 2);
         sw.pdl_set = getenv("TINFER_GEMV_PDL") && *getenv("TINFER_GEMV_PDL");
         done = 1;
     }

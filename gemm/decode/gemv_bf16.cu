@@ -18,6 +18,7 @@ extern "C" tinfer_status tinfer_gemv_bf16(tinfer_gemv_bf16_kernel kernel,
     case TINFER_GEMV_BF16_CLUSTER: return tinfer_gemv_bf16_cluster(a, stream, err);
     case TINFER_GEMV_BF16_PERSISTENT: return tinfer_gemv_bf16_persistent(a, stream, err);
     case TINFER_GEMV_BF16_STREAM: return tinfer_gemv_bf16_stream(a, stream, err);
+    case TINFER_GEMV_BF16_BULK: return tinfer_gemv_bf16_bulk(a, stream, err);
     }
     return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16: unknown kernel %d", (int)kernel);
 }

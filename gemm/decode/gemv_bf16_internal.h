@@ -32,6 +32,9 @@ tinfer_status tinfer_gemv_bf16_stream(const tinfer_gemm_bf16_args *a, cudaStream
  * (at exit), 4 once the last loads are issued (rung 05; rung 04 treats 3 and 4 as 2); -2: the
  * variable holds a value that is not understood (the launcher fails the call). */
 int tinfer_gemv_pdl_mode(void);
+/* The environment variable name as an integer in [lo, hi]: dflt when unset or empty, -2 when it
+ * holds anything else (05_cp_async.cu; the decode rungs' measurement switches). */
+int tinfer_gemv_env_int(const char *name, int dflt, int lo, int hi);
 
 /* Rungs 05/06's launch choice for M tokens (05_cp_async.cu): stages of the cp.async pipeline,
  * token rows of X staged per stage (0: X read from global memory), tokens per pass, dynamic
@@ -63,5 +66,19 @@ extern const tinfer_gemv07_cfg tinfer_gemv07_default;
 tinfer_status tinfer_gemv_bf16_persistent(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
 tinfer_status tinfer_gemv_bf16_persistent_cfg(const tinfer_gemm_bf16_args *a, const tinfer_gemv07_cfg *cfg,
                                               cudaStream_t s, tinfer_err *err);
+
+/* Rung 09's launch configuration (09_bulk.cu; the dispatcher and tinfer_gemv_bf16 use
+ * tinfer_gemv09_default, adjusted by TINFER_GEMV09_BPS / _STAGES / _EARLY / _CORESIDENT):
+ * blocks_per_sm: 1 or 2 blocks per SM per grid; stages: 2..16, 0 auto (the most that fit);
+ * early: 1 issues the W of the first stages before the PDL wait for args.w_static calls;
+ * coresident: 1 sizes the auto stages so that two grids fit an SM, 0 so that one does. */
+typedef struct tinfer_gemv09_cfg {
+    int32_t blocks_per_sm, stages, early, coresident;
+} tinfer_gemv09_cfg;
+extern const tinfer_gemv09_cfg tinfer_gemv09_default;
+tinfer_status tinfer_gemv_bf16_bulk(const tinfer_gemm_bf16_args *a, cudaStream_t s,
+                                   tinfer_err *err);
+tinfer_status tinfer_gemv_bf16_bulk_cfg(const tinfer_gemm_bf16_args *a, const tinfer_gemv09_cfg *cfg,
+                                        cudaStream_t s, tinfer_err *err);
 
 #endif

@@ -8,7 +8,8 @@
  * else M <= TINFER_GEMM_BF16_SMALL_W_MAX_M with at most
  * TINFER_GEMM_BF16_SMALL_W_TRAFFIC bytes of weight read over the GEMV's 16-token passes (bf16.h)
  * -> the decode GEMV (rung 05, split-K mma fed by
- * cp.async; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 08 (rung 04 on a persistent grid)
+ * cp.async; rung 09 (TMA-fed, one block per SM) for TINFER_GEMV_BF16_BULK_MIN_M.._MAX_M tokens on
+ * long rows of few columns; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 08 (rung 04 on a persistent grid)
  * for short rows, K <= TINFER_GEMV_BF16_SHORT_K, up to TINFER_GEMV_BF16_STREAM_MAX_M tokens, or up
  * to TINFER_GEMV_BF16_STREAM_PASS_MAX_M tokens while the weight re-read per 16-token pass stays
  * within TINFER_GEMV_BF16_STREAM_PASS_TRAFFIC, and for short wide weights on a forced GEMV path;
@@ -124,12 +125,6 @@ static void device_info(int *major, int *n_sm) {
     *n_sm = ok ? f.n_sm : 0;
 }
 
-static bool device_is_sm90(void) {
-    int major, n_sm;
-    device_info(&major, &n_sm);
-    return major == 9;
-}
-
 /* The prefill rung for this call (rule in bf16.h at TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV). */
 static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
     const int f = gemm_force();
@@ -167,6 +162,14 @@ static bool stream_rung(int64_t M, int64_t N, int64_t K) {
     return M <= TINFER_GEMV_BF16_STREAM_PASS_MAX_M && (M + 15) / 16 * N * K * 2 <= TINFER_GEMV_BF16_STREAM_PASS_TRAFFIC;
 }
 
+/* GEMV rung 09's ground (bf16.h): 4..8 tokens, plain or residual outputs, long rows, at most
+ * 64 columns per SM (one block per SM owns them all) */
+static bool bulk_rung(const tinfer_gemm_bf16_args *a, int n_sm) {
+    return a->M >= TINFER_GEMV_BF16_BULK_MIN_M && a->M <= TINFER_GEMV_BF16_BULK_MAX_M &&
+           !a->swiglu && a->K >= TINFER_GEMV_BF16_BULK_MIN_K &&
+           a->N <= (int64_t)TINFER_GEMV_BF16_BULK_COLS_PER_SM * n_sm;
+}
+
 extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K) {
     const int f = gemm_force();
     if (f == 1) return TINFER_GEMM_BF16_PATH_GEMV;
@@ -190,7 +193,10 @@ extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer
     if (path == TINFER_GEMM_BF16_PATH_AUTO) path = tinfer_gemm_bf16_choose(a->M, a->N, a->K);
     if (path == TINFER_GEMM_BF16_PATH_GEMV) {
         tinfer_gemv_bf16_kernel k = TINFER_GEMV_BF16_CP_ASYNC;
-        if (a->K >= TINFER_GEMV_BF16_CLUSTER_MIN_K && device_is_sm90()) k = TINFER_GEMV_BF16_CLUSTER;
+        int major, n_sm;
+        device_info(&major, &n_sm);
+        if (major == 9 && bulk_rung(a, n_sm)) k = TINFER_GEMV_BF16_BULK;
+        else if (a->K >= TINFER_GEMV_BF16_CLUSTER_MIN_K && major == 9) k = TINFER_GEMV_BF16_CLUSTER;
         else if (stream_rung(a->M, a->N, a->K) || (a->K <= TINFER_GEMV_BF16_SHORT_K && a->N >= TINFER_GEMV_BF16_WIDE_N))
             k = TINFER_GEMV_BF16_STREAM;
         return tinfer_gemv_bf16(k, a, stream, err);

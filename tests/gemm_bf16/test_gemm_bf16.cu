@@ -72,7 +72,8 @@ typedef struct test_case {
 
 /* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
  * tile configuration id (72, 128, 144, 256, TINFER_GEMM_BF16_WGMMA_CFG_PP128 or _72MC) + 1000 x split-K factor, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
- * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id], 'k' = rung 05 with token tile id % 100 and
+ * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id], 'b' = GEMV rung 09 with
+ * launch configuration g09_cfgs[id], 'k' = rung 05 with token tile id % 100 and
  * split factor id / 100, 'y' = rung 06 with token tile id % 100, cluster id / 100 % 10 and split
  * factor id / 1000 (0: its own); any kind with w_static = 1 runs with args.w_static = 1 */
 typedef struct runner {
@@ -93,6 +94,10 @@ static const tinfer_gemv07_cfg g07_cfgs[] = {
     {16, 1, 8, -1, 0, 0},  /* 16 tokens per pass, at most 8 stages */
 };
 
+/* Rung 09 configurations (blocks per SM, stages, early W; gemv_bf16_internal.h). */
+static const tinfer_gemv09_cfg g09_cfgs[] = {
+    {1, 2, 1, 0}, {2, 0, 1, 1}, {1, 3, 0, 0}, {1, 0, 1, 1}};
+
 static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a0, cudaStream_t s, tinfer_err *err) {
     tinfer_gemm_bf16_args wa = *a0;
     if (r->w_static) wa.w_static = 1;
@@ -102,6 +107,10 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a0, c
         return st != TINFER_OK ? st : tinfer_gemv_bf16_persistent_cfg(a, &g07_cfgs[r->id], s, err);
     }
     if (r->kind == 'v') return tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)r->id, a, s, err);
+    if (r->kind == 'b') {
+        const tinfer_status st = tinfer_gemm_bf16_check(a, "gemv_bf16", err);
+        return st != TINFER_OK ? st : tinfer_gemv_bf16_bulk_cfg(a, &g09_cfgs[r->id], s, err);
+    }
     if (r->kind == 't') return tinfer_gemm_bf16_tc((tinfer_gemm_bf16_kernel)r->id, a, s, err);
     if (r->kind == 's') { /* rung 04: tile config id / 10, split factor id % 10 */
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
@@ -594,7 +603,13 @@ int main(int argc, char **argv) {
                                /* args.w_static: W loads before the PDL wait where the grid fills the SM
                                 * slots, at 3 blocks per SM where 4 would not (05_cp_async.cu); rung 08
                                 * loads its first tile's W before the wait */
-                               {'v', 5, "gemv05/wstatic", 1}, {'v', 6, "gemv06/wstatic", 1}, {'v', 8, "gemv08/wstatic", 1}};
+                               {'v', 5, "gemv05/wstatic", 1}, {'v', 6, "gemv06/wstatic", 1}, {'v', 8, "gemv08/wstatic", 1},
+                               /* rung 09 (sm_90; skipped as unsupported elsewhere): its default, W before
+                                * the wait, a ring of 2 stages (refilled every other k-tile), two blocks
+                                * per SM sized for two grids, a ring of 3 without the early W, one block
+                                * sized for two grids */
+                               {'v', 9, "gemv09"}, {'v', 9, "gemv09/wstatic", 1}, {'b', 0, "gemv09/s2/wstatic", 1},
+                               {'b', 1, "gemv09/2bps"}, {'b', 2, "gemv09/s3/noearly", 1}, {'b', 3, "gemv09/cores/wstatic", 1}};
     const int n_gemv = (int)(sizeof gemv_all / sizeof gemv_all[0]);
     /* rung 07 with its default and each launch configuration */
     const runner g07_all[] = {{'v', 7, "gemv07"},      {'p', 0, "gemv07/pdl"},    {'p', 1, "gemv07/evict"},
@@ -760,8 +775,9 @@ int main(int argc, char **argv) {
     /* dispatcher: both paths on the same inputs */
     const test_case dpc[] = {{1, 960, 576, BF, 0, 0, 0}, {8, 2 * 1536, 576, BF, 1, 0, 1}, {16, 576, 1536, BF, 0, 1, 0},
                              {17, 576, 576, F, 0, 0, 0}, {64, 1000, 264, BF, 1, 1, 0},
-                             /* the GEMV path's rung choice: 06 for K >= 8192, 04 for short wide W */
-                             {4, 256, 8192, BF, 0, 1, 0}, {2, 16400, 576, BF, 1, 0, 0},
+                             /* the GEMV path's rung choice: 06 for K >= 8192, 04 for short wide W, 09
+                              * from 4 tokens for long rows of at most 64 x SMs columns */
+                             {4, 256, 8192, BF, 0, 1, 0}, {2, 16400, 576, BF, 1, 0, 0}, {5, 2000, 4104, BF, 1, 1, 0},
                              /* the GEMM path's rung choice: few wgmma tiles -> rung 02, many -> rung 03 */
                              {128, 960, 576, BF, 1, 0, 0}, {2048, 2 * 1536, 576, BF, 0, 0, 1},
                              /* few wgmma tiles and long K: rung 04 with its automatic split at M <= 64,

@@ -34,7 +34,9 @@
  * their first stages' W loads before the wait and must still see the new X (the TMA rungs ignore
  * the flag and must too).
  * Decode rung 08 (persistent, short rows) runs the same checks at K = 576 (its first tile's W
- * loads go before the wait with args.w_static).
+ * loads go before the wait with args.w_static). Decode rung 09 (ids 9, 43, 44: its own ring,
+ * and rings of 2 and 3 stages) calls launch_dependents first and, with args.w_static, fills its
+ * ring with W before the wait.
  * Also printed: rungs 05/06's launch choice per M (stages, X rows staged, shared memory, blocks
  * per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor), which must be >= 1.
  * The launcher's PDL mode comes from TINFER_GEMV_PDL (unset: the default, which must be a PDL
@@ -219,12 +221,14 @@ int main(void) {
      * in 72-wide tiles with X multicast over clusters of 2; 37 / 38 / 39: prefill rung 06 with its
      * own pick / 16-token tiles in clusters of 8 (W multicast) / K split over 3 CTAs; 40: rung 06
      * in 64-token tiles, K split over 2; 41: the same through a ring of 2 stages; 42: 16-token
-     * tiles in clusters of 4 (W multicast) through a ring of 3 stages. The result lines say
-     * "rung 30..42". */
-    for (int kernel : {4, 5, 6, 8, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42}) {
+     * tiles in clusters of 4 (W multicast) through a ring of 3 stages; 9: decode rung 09 (its
+     * ring holds all 16 k-tiles here), 43 / 44: rung 09 through rings of 2 / 3 stages.
+     * The result lines say "rung 30..44". */
+    const tinfer_gemv09_cfg g09_two = {1, 2, 1, 0}, g09_three = {1, 3, 1, 1};
+    for (int kernel : {4, 5, 6, 8, 9, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44}) {
         /* rungs 08 and 06 take short rows only (rung 08: K <= 1024, longer ones run rung 04;
          * rung 06: every k-block in shared memory): their K is 576, with the same row strides */
-        const int64_t kd = kernel == 8 || kernel >= 37 ? 576 : K_DIM;
+        const int64_t kd = kernel == 8 || (kernel >= 37 && kernel <= 42) ? 576 : K_DIM;
         if (kernel != 5 && kernel != 4 && kernel != 8 && kernel != 35 && !sm90) {
             printf("skip kernel %d: needs sm_90\n", kernel);
             continue;
@@ -280,6 +284,8 @@ int main(void) {
                             : kernel == 40 ? tinfer_gemm_bf16_tiny(&a, 64, 1, 2, s, &err)
                             : kernel == 41 ? tinfer_gemm_bf16_tiny_ring(&a, 64, 1, 2, 2, s, &err)
                             : kernel == 42 ? tinfer_gemm_bf16_tiny_ring(&a, 16, 4, 1, 3, s, &err)
+                            : kernel == 43 ? tinfer_gemv_bf16_bulk_cfg(&a, &g09_two, s, &err)
+                            : kernel == 44 ? tinfer_gemv_bf16_bulk_cfg(&a, &g09_three, s, &err)
                                            : tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)kernel, &a, s, &err);
                         if (rs != TINFER_OK) {
                             printf("FAIL rung %02d: %s\n", kernel, err.msg);
