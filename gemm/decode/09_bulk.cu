@@ -40,12 +40,12 @@
  *   down M = 1 / 4 / 8: 30.13 / 29.95 / 30.00 (29.46 / 29.55 / 29.63), rung 06 29.56 / 30.73 /
  *   31.56 (28.41 / 29.82 / 30.79); coresident within 1% of the default here.
  *   gate/up (448 blocks of 64 columns, more than one per SM) M = 1 62.1 against rung 05 55.5.
- * The coresident form (calls 3-7): QKV M = 1 14.2-14.9 (graph 13.4-14.1), M = 8 15.0-16.7; the
- * next grid's early weight does not make up for the smaller ring, and two blocks per SM (each a
- * quarter SM) are slower still (16.2). Forms tried and replaced (calls 2-6, QKV M = 1 stream):
+ * The coresident form (calls 2, 3, 6, 7): QKV M = 1 14.2-14.9 (graph 13.4-14.1), M = 8 15.0-16.7;
+ * the next grid's early weight does not make up for the smaller ring, and two blocks per SM (each a
+ * quarter SM) are slower still (16.2). Forms tried and replaced (calls 1-5, QKV M = 1 stream):
  * one 512-byte bulk copy (cp.async.bulk, 1-D) per row and k-tile: ~13 B/ns per block, 29.1 us;
  * 256-column unswizzled W boxes 15.1; 512-column k-tiles 15.4-15.8; 64-column stages read by one
- * warp pair each (12 stages of 7 KB) 15.7, down 46.8. Without the early weight: +1.0-1.6 us.
+ * warp pair each (12 stages of 7 KB) 15.7, down 46.8. Without the early weight: +0.6-1.6 us.
  * Constraints: K % 8 == 0, 16-byte aligned rows (bf16.h): the TMA's 16-byte stride rule. Tokens:
  * passes of 8 (grid.y); larger M re-streams W once per pass.
  */
