@@ -364,6 +364,10 @@ tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer_gemm_bf16_
 /* Which path AUTO takes for this shape on the current device (for tests and benches). */
 tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K);
 
+/* Which decode rung the GEMV path runs for these arguments on a device of compute capability
+ * cc_major with n_sm SMs (host arithmetic, no device call; for tests and benches). */
+tinfer_gemv_bf16_kernel tinfer_gemv_bf16_pick(const tinfer_gemm_bf16_args *a, int cc_major, int n_sm);
+
 /* Shared argument check used by every launcher (exposed for tests). */
 tinfer_status tinfer_gemm_bf16_check(const tinfer_gemm_bf16_args *a, const char *who,
                                      tinfer_err *err);

@@ -170,6 +170,14 @@ static bool bulk_rung(const tinfer_gemm_bf16_args *a, int n_sm) {
            a->N <= (int64_t)TINFER_GEMV_BF16_BULK_COLS_PER_SM * n_sm;
 }
 
+extern "C" tinfer_gemv_bf16_kernel tinfer_gemv_bf16_pick(const tinfer_gemm_bf16_args *a, int cc_major, int n_sm) {
+    if (cc_major == 9 && bulk_rung(a, n_sm)) return TINFER_GEMV_BF16_BULK;
+    if (cc_major == 9 && a->K >= TINFER_GEMV_BF16_CLUSTER_MIN_K) return TINFER_GEMV_BF16_CLUSTER;
+    if (stream_rung(a->M, a->N, a->K) || (a->K <= TINFER_GEMV_BF16_SHORT_K && a->N >= TINFER_GEMV_BF16_WIDE_N))
+        return TINFER_GEMV_BF16_STREAM;
+    return TINFER_GEMV_BF16_CP_ASYNC;
+}
+
 extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K) {
     const int f = gemm_force();
     if (f == 1) return TINFER_GEMM_BF16_PATH_GEMV;
@@ -192,14 +200,9 @@ extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer
     if (st != TINFER_OK) return st;
     if (path == TINFER_GEMM_BF16_PATH_AUTO) path = tinfer_gemm_bf16_choose(a->M, a->N, a->K);
     if (path == TINFER_GEMM_BF16_PATH_GEMV) {
-        tinfer_gemv_bf16_kernel k = TINFER_GEMV_BF16_CP_ASYNC;
         int major, n_sm;
         device_info(&major, &n_sm);
-        if (major == 9 && bulk_rung(a, n_sm)) k = TINFER_GEMV_BF16_BULK;
-        else if (a->K >= TINFER_GEMV_BF16_CLUSTER_MIN_K && major == 9) k = TINFER_GEMV_BF16_CLUSTER;
-        else if (stream_rung(a->M, a->N, a->K) || (a->K <= TINFER_GEMV_BF16_SHORT_K && a->N >= TINFER_GEMV_BF16_WIDE_N))
-            k = TINFER_GEMV_BF16_STREAM;
-        return tinfer_gemv_bf16(k, a, stream, err);
+        return tinfer_gemv_bf16(tinfer_gemv_bf16_pick(a, major, n_sm), a, stream, err);
     }
     if (path != TINFER_GEMM_BF16_PATH_GEMM)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown path %d", (int)path);

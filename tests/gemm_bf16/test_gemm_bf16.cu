@@ -537,6 +537,38 @@ static void tiny_pick(void) {
     }
 }
 
+/* The GEMV path's rung (host arithmetic, bf16.h): rung 09 for 4..8 tokens, plain or residual,
+ * K >= 4096 and at most 64 columns per SM; else rung 06 for K >= 8192 on sm_90; rung 08 for short
+ * rows (K <= 1024) up to 16 tokens, or short wide weights; rung 05 otherwise. */
+static void gemv_pick(void) {
+    const tinfer_gemv_bf16_kernel R05 = TINFER_GEMV_BF16_CP_ASYNC, R06 = TINFER_GEMV_BF16_CLUSTER,
+                                  R08 = TINFER_GEMV_BF16_STREAM, R09 = TINFER_GEMV_BF16_BULK;
+    struct { const char *what; int64_t M, N, K; int sw, resid, cc, n_sm; tinfer_gemv_bf16_kernel want; } cs[] = {
+        {"Llama QKV", 1, 6144, 4096, 0, 0, 9, 132, R05},   {"Llama QKV", 3, 6144, 4096, 0, 0, 9, 132, R05},
+        {"Llama QKV", 4, 6144, 4096, 0, 0, 9, 132, R09},   {"Llama QKV", 8, 6144, 4096, 0, 0, 9, 132, R09},
+        {"Llama QKV", 9, 6144, 4096, 0, 0, 9, 132, R05},   /* past 8 tokens (a forced GEMV path) */
+        {"Llama QKV", 8, 6144, 4096, 0, 0, 9, 64, R05},    /* 96 columns per SM */
+        {"Llama QKV", 8, 6144, 4096, 0, 0, 8, 132, R05},   /* not sm_90 */
+        {"Llama down", 2, 4096, 14336, 0, 0, 9, 132, R06}, {"Llama down", 4, 4096, 14336, 0, 1, 9, 132, R09},
+        {"Llama down", 8, 4096, 14336, 0, 1, 8, 132, R05}, /* not sm_90: no cluster rung either */
+        {"Llama gate/up", 8, 28672, 4096, 0, 0, 9, 132, R05},
+        {"gate/up SwiGLU", 8, 2 * 3072, 4096, 1, 0, 9, 132, R05}, /* SwiGLU: not rung 09 */
+        {"SmolLM2 QKV", 4, 960, 576, 0, 0, 9, 132, R08},   {"SmolLM2 LM head", 1, 49152, 576, 0, 0, 9, 132, R08},
+        {"K = 2048", 8, 4096, 2048, 0, 0, 9, 132, R05},
+    };
+    for (const auto &c : cs) {
+        tinfer_gemm_bf16_args a;
+        memset(&a, 0, sizeof a);
+        a.M = c.M; a.N = c.N; a.K = c.K; a.swiglu = c.sw;
+        a.R = c.resid ? (const void *)(uintptr_t)0x1000 : NULL;
+        const tinfer_gemv_bf16_kernel got = tinfer_gemv_bf16_pick(&a, c.cc, c.n_sm);
+        printf("%s gemv pick %s M=%lld N=%lld K=%lld%s%s sm_%d0 x %d: rung %02d (want %02d)\n", got == c.want ? "ok  " : "FAIL",
+               c.what, (long long)c.M, (long long)c.N, (long long)c.K, c.sw ? " swiglu" : "", c.resid ? " resid" : "", c.cc,
+               c.n_sm, (int)got, (int)c.want);
+        if (got != c.want) g_fail++;
+    }
+}
+
 /* The dispatcher's path choice (host arithmetic on the current device's facts): the decode GEMV
  * up to TINFER_GEMM_BF16_GEMV_MAX_M tokens; on sm_90 the GEMM path where rung 06 takes the shape;
  * beyond that the GEMV only while the weight re-read once per 16-token pass stays within
@@ -583,6 +615,7 @@ int main(int argc, char **argv) {
     split_pick();
     skinny_pick();
     tiny_pick();
+    gemv_pick();
     if (st == TINFER_ERR_NO_DEVICE) {
         printf("skip: %s (host checks: %d failed)\n", err.msg, g_fail);
         return g_fail ? 1 : 77;
