@@ -274,21 +274,18 @@ const tinfer_gemv09_cfg tinfer_gemv09_default = {1, 0, 1, 0};
 
 template <int RG>
 static tinfer_status g09_launch(const tinfer_gemm_bf16_args *a, const CUtensorMap &map_w,
-                                const CUtensorMap &map_x, const g09_params &p, size_t smem, int dev,
-                                cudaStream_t s, tinfer_err *err) {
+                                const CUtensorMap &map_x, const g09_params &p, size_t smem,
+                                const tinfer_cuda_facts &d, cudaStream_t s, tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     static int attr_dev = -1;
-    if (attr_dev != dev) { /* the opt-in covers the device's whole per-block limit once */
-        tinfer_cuda_facts d;
-        tinfer_status st = tinfer_cuda_current_facts(&d, err);
-        if (st != TINFER_OK) return st;
+    if (attr_dev != d.device) { /* the opt-in covers the device's whole per-block limit once */
         TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv09_kernel<RG>,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   d.smem_per_block_optin));
         TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv09_kernel<RG>,
                                                   cudaFuncAttributePreferredSharedMemoryCarveout,
                                                   (int)cudaSharedmemCarveoutMaxShared));
-        attr_dev = dev;
+        attr_dev = d.device;
     }
     {
         cudaLaunchConfig_t cfg;
@@ -379,10 +376,10 @@ tinfer_status tinfer_gemv_bf16_bulk_cfg(const tinfer_gemm_bf16_args *a, const ti
                                           (uint32_t)p.xrows, "X", err);
     if (st != TINFER_OK) return st;
     switch (rg) {
-    case 1: return g09_launch<1>(a, map_w, map_x, p, smem, d.device, s, err);
-    case 2: return g09_launch<2>(a, map_w, map_x, p, smem, d.device, s, err);
-    case 3: return g09_launch<3>(a, map_w, map_x, p, smem, d.device, s, err);
-    default: return g09_launch<4>(a, map_w, map_x, p, smem, d.device, s, err);
+    case 1: return g09_launch<1>(a, map_w, map_x, p, smem, d, s, err);
+    case 2: return g09_launch<2>(a, map_w, map_x, p, smem, d, s, err);
+    case 3: return g09_launch<3>(a, map_w, map_x, p, smem, d, s, err);
+    default: return g09_launch<4>(a, map_w, map_x, p, smem, d, s, err);
     }
 }
 

@@ -960,19 +960,22 @@ static tinfer_status ws_make_map_box(CUtensorMap *map, const uint16_t *base, int
     return TINFER_OK;
 }
 
-/* Shared with rung 05 (gemm_bf16_tc_internal.h): the cached map and the PDL policy. */
+/* Rung 03's own maps: 64-column boxes with the 128-byte swizzle. */
+static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
+                                 uint32_t box_rows, const char *what, tinfer_err *err) {
+    return ws_make_map_box(map, base, rows, K, ld, WS_BK, box_rows, what, err);
+}
+
+/* Shared with rungs 05 / 06 and decode rung 09 (gemm_bf16_tc_internal.h): the cached maps and
+ * the PDL policy. */
 tinfer_status tinfer_gemm_bf16_tma_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
                                        uint32_t box_rows, const char *what, tinfer_err *err) {
-    return ws_make_map_box(map, base, rows, K, ld, WS_BK, box_rows, what, err);
+    return ws_make_map(map, base, rows, K, ld, box_rows, what, err);
 }
 tinfer_status tinfer_gemm_bf16_tma_map_box(CUtensorMap *map, const uint16_t *base, int64_t rows,
                                            int64_t K, int64_t ld, uint32_t box_cols,
                                            uint32_t box_rows, const char *what, tinfer_err *err) {
     return ws_make_map_box(map, base, rows, K, ld, box_cols, box_rows, what, err);
-}
-static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
-                                 uint32_t box_rows, const char *what, tinfer_err *err) {
-    return ws_make_map_box(map, base, rows, K, ld, WS_BK, box_rows, what, err);
 }
 
 /* Tile configuration for a shape: the tile width whose tiles finish soonest, a tile costing its
