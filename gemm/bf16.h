@@ -256,6 +256,23 @@ typedef enum tinfer_gemm_bf16_path {
  * with SwiGLU (gate/up fused M = 64 / 128 3.87 / 4.61 vs 3.65 / 4.43). 1: that order; 0: 32-token
  * tiles first. */
 #define TINFER_GEMM_BF16_TINY_PLAIN64_FIRST 1
+/* Rung 06's consumer warpgroups where a call leaves them to the default (1 or 2; the switch
+ * TINFER_GEMM_TINY_WG overrides it): with 2, each computes every other k-block into its own
+ * accumulators (06_wgmma_tiny.cu). */
+#define TINFER_GEMM_BF16_TINY_WG 1
+/* Where no tier above takes a call: plain outputs, K past one CTA's 64-token slots (> 832) and at
+ * most TINFER_GEMM_BF16_TINY_RING_MAX_K, 64-token tiles filling at most one wave (one CTA per SM)
+ * -> rung 06 unsplit, each CTA streaming all of K through a ring of
+ * TINFER_GEMM_BF16_TINY_RING_STAGES stages read by TINFER_GEMM_BF16_TINY_RING_WG consumer
+ * warpgroups (tinfer_gemm_bf16_tiny_pick). H200 session 16 call 1 (graph / stream us): SmolLM2
+ * down M = 512 (72 CTAs) 6.47 / 6.65 against the pick before (rung 03, 128 x 128 split 4) 7.55 /
+ * 8.10, rung 06's best one-warpgroup form (split 3 through 4 stages) 7.24 / 7.76, the same
+ * 12-stage ring with one warpgroup 9.63 / 9.83, cuBLAS 5.22 / 6.24. Down takes it for 449..896
+ * tokens (below, 64-token tiles split 2 fit one wave); measured at 512 only. K is capped where it
+ * was measured (1536): Llama-3-8B's K = 4096 / 14336 at 16-64 tokens were not. */
+#define TINFER_GEMM_BF16_TINY_RING_STAGES 12
+#define TINFER_GEMM_BF16_TINY_RING_WG 2
+#define TINFER_GEMM_BF16_TINY_RING_MAX_K 2048
 #define TINFER_GEMM_BF16_TINY_CTAS16_PER_SM 1
 #define TINFER_GEMM_BF16_TINY_CTAS32_PER_SM 2
 #define TINFER_GEMM_BF16_TINY_CTAS64_PER_SM 1

@@ -24,7 +24,8 @@
  * vs the dispatcher and both references; not part of all), tinybig (rung 06 past one wave: the
  * LM head, Llama-3-8B through rings, SmolLM2 down / gate-up at 512 through short rings; not part of
  * all), wide96 (rung 03's 128 x 96 tiles against 72 / 128 / 256 on the SmolLM2 shapes at
- * M = 128..2048; not part of all), bulk (decode rung 09 and its launch configurations against
+ * M = 128..2048; not part of all), wg2 (rung 06 with one consumer warpgroup against two, in the
+ * same forced configurations, on the SmolLM2 layer weights; not part of all), bulk (decode rung 09 and its launch configurations against
  * rungs 05 / 06, the read probes and both references on the Llama-3-8B weights at M = 1..8; not
  * part of all), tmabw (the TMA load path alone by box
  * shape, stages, issuers and CTAs: tma_bw.cu; not part of all), trace (builds
@@ -376,6 +377,11 @@ static const char *kname(int k) {
         snprintf(nb, sizeof nb, "tiny%d_k%d_r%d", 8 << (k % 10), (k / 10) % 10, (k - 1000) / 100);
         return nb;
     }
+    if (k >= 5000 && k < 6600) { /* rung 06 with two consumer warpgroups: 5000 + 100 * stages (0: a slot per k-block) + 10 * split + token tile code */
+        static char nb[32];
+        snprintf(nb, sizeof nb, "tiny%d_k%d_r%d_w2", 8 << (k % 10), (k / 10) % 10, (k - 5000) / 100);
+        return nb;
+    }
     if (k >= 3000 && k < 4600) { /* rung 06 with a ring, W multicast: 3000 + 100 * stages + 10 * cluster + token tile code */
         static char nb[32];
         snprintf(nb, sizeof nb, "tiny%d_c%d_r%d", 8 << (k % 10), (k / 10) % 10, (k - 3000) / 100);
@@ -524,6 +530,10 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             else if (k >= 1000 && k < 2600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_ring(&a, 8 << (k % 10), 1, (k / 10) % 10, (k - 1000) / 100, g_s, &err);
+            }
+            else if (k >= 5000 && k < 6600) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_cfg(&a, 8 << (k % 10), 1, (k / 10) % 10, (k - 5000) / 100, 2, g_s, &err);
             }
             else if (k >= 3000 && k < 4600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
@@ -936,7 +946,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--w-static")) g_w_static = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny|tinybig|wide96|bulk|tmabw] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny|tinybig|wide96|wg2|bulk|tmabw] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -945,7 +955,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         }
     }
     {
-        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny", "tinybig", "wide96", "bulk", "tmabw",
+        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny", "tinybig", "wide96", "wg2", "bulk", "tmabw",
 #ifdef TINFER_WS_TRACE
                                            "trace", "tytrace", "tybisect"
 #endif
@@ -1185,6 +1195,41 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
          * tiles through 3 stages */
         for (const auto &s : {std::make_pair("smol_o", 576), std::make_pair("smol_qkv", 960)})
             bench_shape(rs, "tinybig", s.first, 2048, s.second, 576, {0, 9, 20, 1313, 1413, 1513, 1312});
+    }
+    if (!strcmp(set, "wg2")) {
+        /* rung 06 with one consumer warpgroup against two (each computing every other k-block) in
+         * the same configurations, on the SmolLM2 layer weights */
+        const struct { const char *n; int64_t N, K; } ms[] = {
+            {"smol_qkv", 960, 576}, {"smol_o", 576, 576}, {"smol_gateup", 3072, 576}, {"smol_down", 576, 1536}};
+        for (const auto &s : ms)
+            for (int64_t M : {16, 32, 64, 128, 256, 512, 2048}) {
+                std::vector<int> ks = {0, 9, 20};
+                auto pair = [&](int one, int two) { ks.push_back(one); ks.push_back(two); };
+                for (int c = 1; c <= 3; c++) {
+                    if (s.K <= 1024) { /* 9 k-blocks: unsplit, and split 2 up to 128 tokens */
+                        pair(510 + c, 5010 + c);
+                        if (M <= 128) pair(520 + c, 5020 + c);
+                    } else /* 24 k-blocks: split 2 / 3 / 4 */
+                        for (int f = 2; f <= 4; f++) pair(500 + 10 * f + c, 5000 + 10 * f + c);
+                }
+                if (s.K > 1024 && M >= 128) { /* rings, 64-token tiles: split 3 / 2 through 4 stages, unsplit through 6 / 12 */
+                    pair(1433, 5433);
+                    pair(1423, 5423);
+                    pair(1613, 5613);
+                    pair(2213, 6213);
+                }
+                bench_shape(rs, "wg2", s.n, M, s.N, s.K, ks);
+            }
+        /* rings of two warpgroups over long K: SmolLM2 down past the splits that fit (64-token
+         * tiles through 12 / 8 / 6 stages, 32-token through 8 / 6, two CTAs per SM), and
+         * Llama-3-8B QKV / down at 16-64 tokens (one CTA per SM, 12 stages) */
+        for (int64_t M : {384, 512, 640, 768, 1024})
+            bench_shape(rs, "wg2", "smol_down", M, 576, 1536, {0, 9, 20, 2213, 6213, 5813, 5613, 5812, 5612});
+        for (int64_t M : {16, 32, 64}) {
+            const int bt = M == 16 ? 1 : M == 32 ? 2 : 3;
+            bench_shape(rs, "wg2", "llama_qkv", M, 6144, 4096, {0, 9, 20, 2210 + bt, 6210 + bt});
+            bench_shape(rs, "wg2", "llama_down", M, 4096, 14336, {0, 9, 20, 2210 + bt, 6210 + bt});
+        }
     }
     if (!strcmp(set, "wide96")) {
         /* rung 03's 128 x 96 tiles (unsplit, plain) against 72 / 128 / 256 on the shapes whose

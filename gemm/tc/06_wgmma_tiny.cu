@@ -38,6 +38,17 @@
  *    its consumers' step (commit, wait for the previous group, release the slot) costs 60-100 ns
  *    more, and the wgmmas' shared-memory reads slow the loads' writes in both (gemm/NOTES.md,
  *    sessions 12-13).
+ *  - Two consumer warpgroups (tinfer_gemm_bf16_tiny_cfg, wgs = 2; cluster 1, an even ring or
+ *    none): warpgroup g computes k-blocks g, g + 2, .. into its own accumulators; in a ring each
+ *    waits for its own k-block's wgmmas and releases that slot at once while the other keeps the
+ *    tensor cores busy; at the end warpgroup 1 hands its sums to warpgroup 0 through the idle
+ *    slots and leaves. A deep ring gains most: SmolLM2 down M = 512, 72 unsplit 64 x 64 CTAs
+ *    through 12 stages, 9.63 -> 6.47 us (graph; cuBLAS 5.22, rung 03 7.55), M = 2048 through 6
+ *    stages 20.5 -> 16.9; short split rings lose (4 stages, split 3: 7.24 -> 10.30), and the
+ *    slot-per-k-block tiles move -14% .. +55% by cell (16 / 32-token tiles at <= 256 tokens
+ *    mostly 2-11% faster, 64-token 1-4% slower; H200 session 16, gemm/NOTES.md). The pick
+ *    takes the 12-stage ring with two warpgroups for plain outputs of a K past one CTA's slots
+ *    where no split fits one wave (bf16.h, TINFER_GEMM_BF16_TINY_RING_*); elsewhere one.
  *  - Or (measured slower, off by default): the token tiles of a row tile form a cluster of c CTAs
  *    (c <= 8), rank r loads the W box of k-blocks kb with kb % c == r and multicasts it to all c
  *    CTAs, so the weight tile leaves L2 once per cluster; each CTA loads its own X boxes. Each
@@ -67,6 +78,7 @@
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 #include "gemm/tc/sm90.cuh"
 
+#include <stdlib.h>
 #include <string.h>
 #include <type_traits>
 
@@ -134,7 +146,8 @@ enum { TYF_NOMMA = 1, TYF_LATEW = 4, TYF_NOGDC = 8, TYF_POLL1 = 16, TYF_RELNOW =
 
 #define TY_BK 64
 #define TY_SLAB (64 * TY_BK * 2) /* one k-block's 64 W rows (wgmma's A operand) */
-#define TY_THREADS 160
+/* CW consumer warpgroups (warps 0 .. 4 CW - 1) and the producer warp (4 CW) */
+static constexpr int ty_threads(int cw) { return 32 * (4 * cw + 1); }
 #define TY_SMEM_MAX 232448     /* the 227 KB per-block limit */
 #define TY_MAX_KB 31           /* k-block slots per CTA at most: their barriers + the split's fit TY_BAR_BYTES */
 #define TY_RING_MAX 15         /* ring stages at most: full + empty barriers + the split's fit TY_BAR_BYTES */
@@ -182,8 +195,8 @@ enum { TY_PLAIN = 0, TY_MCAST = 1, TY_SPLIT = 2 };
  * st.async counted on its barrier, rank 0 adds them in rank order. kslots: k-block slots; without
  * RING kslots = kper (a slot per k-block), with RING a ring of kslots < kper stages, each slot
  * refilled once the consumers release it (empty barriers). */
-template <int BT, bool SW, int MODE, bool RING>
-static __global__ void __launch_bounds__(TY_THREADS, 1)
+template <int BT, bool SW, int MODE, bool RING, int CW>
+static __global__ void __launch_bounds__(ty_threads(CW), 1)
     ty_kernel(const __grid_constant__ CUtensorMap map_w, const __grid_constant__ CUtensorMap map_x,
               tinfer_gemm_bf16_args a, int32_t gx, int32_t kblocks, int32_t c_arg, int32_t ksplit_arg, int32_t kper,
               int32_t kslots, int32_t v16, int32_t early) {
@@ -226,7 +239,7 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
     if constexpr (MODE != TY_PLAIN) cluster_sync_all();
     else __syncthreads();
 
-    if (warp == 4) {
+    if (warp == 4 * CW) {
         /* The producer warp's lanes share the loads: one thread's TMA requests are served one
          * barrier step after another, ~0.3 us each whatever their size (tma_bw.cu, gemm/NOTES.md
          * session 12), so a CTA fed by one thread got ~50 B/ns; lane l takes slots l, l + 32, .. */
@@ -291,14 +304,20 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
         /* the consumers touch global memory only in the epilogue, after the previous kernel */
         if (!TY_TF(TYF_NOGDC)) tdec::pdl_wait();
         TY_MARK(threadIdx.x == 32, ty_trace_c, 1);
+        /* consumer warpgroup wg takes k-blocks wg, wg + CW, .. */
+        const int32_t wg = CW == 2 ? __shfl_sync(0xffffffffu, warp / 4, 0) : 0;
         float d[BT / 2];
+        /* with two warpgroups each starts from zero: one may have no k-block at all */
+        if constexpr (CW == 2)
+#pragma unroll
+            for (int j = 0; j < BT / 2; j++) d[j] = 0.f;
         fence_acc(d);
         /* Two accumulator chains for 16- and 32-token tiles without a ring: even k16 steps into
          * d, odd ones into d2, summed after the loop, so consecutive wgmmas do not wait on each
          * other's accumulators. Measured on the fence-once loop (H200, gemm/NOTES.md sessions 13
          * and 14): picked 16- / 32-token cells 1-6% faster; 64-token tiles within 1.3% and
          * rings up to 4% slower with it, so those keep one chain. */
-        constexpr bool TWO = !RING && BT <= 32;
+        constexpr bool TWO = !RING && BT <= 32 && CW == 1;
         float d2[BT / 2]; /* unused (and dropped) without TWO */
         if constexpr (TWO) fence_acc(d2);
         /* One wgmma.fence before the loop, none in it: same-shape wgmmas on the same accumulators
@@ -315,9 +334,9 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
         /* MMA false: the loads and barriers alone (TYF_NOMMA; a loop of its own, so that no
          * wgmma sits on a divergent path, which would make ptxas serialize them) */
         auto mainloop = [&](auto mma) {
-            for (int32_t i = 0; i < nkb; i++) {
+            for (int32_t i = wg; i < nkb; i += CW) {
                 const int32_t s = RING ? i % kslots : i;
-                if (!TY_TF(TYF_POLL1) || threadIdx.x == 0) mbar_wait(&full[s], RING ? (uint32_t)(i / kslots) & 1 : 0);
+                if (CW == 2 || !TY_TF(TYF_POLL1) || threadIdx.x == 0) mbar_wait(&full[s], RING ? (uint32_t)(i / kslots) & 1 : 0);
                 TY_MARK(threadIdx.x == 32 && i < 28, ty_trace_c, 2 + i);
                 const uint8_t *slot = smem + s * G::KB_BYTES;
                 if constexpr (decltype(mma)::value) {
@@ -325,10 +344,17 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
                     for (int kk = 0; kk < TY_BK / 16; kk++) {
                         const uint64_t da = wgmma_desc(slot + kk * 32), db = wgmma_desc(slot + TY_SLAB + kk * 32);
                         if (TWO && kk % 2) wgmma_m64xn<BT>(d2, da, db, i != 0 || kk > 1); /* d2 starts at kk = 1 */
-                        else wgmma_m64xn<BT>(d, da, db, i != 0 || kk != 0);
+                        else wgmma_m64xn<BT>(d, da, db, CW == 2 || i != 0 || kk != 0);
                     }
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                /* two warpgroups: each waits for its own k-block and releases its slot at once
+                 * (the other one keeps the tensor cores busy meanwhile) */
+                if constexpr (RING && CW == 2) {
+                    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                    if (threadIdx.x % 128 == 0) mbar_arrive(&empty[s]);
+                    continue;
+                }
                 if constexpr (RING) asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
                 TY_MARK(RING && threadIdx.x == 32 && i > 0 && i <= 28, ty_trace_c, 30 + i - 1);
                 /* ring: k-block i - 1's wgmmas are done, its slot may be refilled */
@@ -341,9 +367,26 @@ static __global__ void __launch_bounds__(TY_THREADS, 1)
         };
         if (TY_TF(TYF_NOMMA)) mainloop(std::false_type{});
         else mainloop(std::true_type{});
-        if (TY_TF(TYF_POLL1)) asm volatile("bar.sync 1, 128;" ::: "memory");
+        if (CW == 1 && TY_TF(TYF_POLL1)) asm volatile("bar.sync 1, 128;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         fence_acc(d);
+        /* Two warpgroups: once both are done with every slot, warpgroup 1 hands its sums to
+         * warpgroup 0 through the idle slots ([register][thread], BT x 256 bytes: within the
+         * epilogue scratch) and leaves; warpgroup 0 goes on alone, as with one. */
+        if constexpr (CW == 2) {
+            float *xch = (float *)smem;
+            const int ct = threadIdx.x % 128;
+            asm volatile("bar.sync 2, 256;" ::: "memory");
+            if (wg == 1) {
+#pragma unroll
+                for (int j = 0; j < BT / 2; j++) xch[j * 128 + ct] = d[j];
+            }
+            asm volatile("bar.sync 2, 256;" ::: "memory");
+            if (wg == 1) return;
+#pragma unroll
+            for (int j = 0; j < BT / 2; j++) d[j] += xch[j * 128 + ct];
+            asm volatile("bar.sync 1, 128;" ::: "memory"); /* the exchange area becomes the scratch */
+        }
         if constexpr (TWO) {
             fence_acc(d2);
 #pragma unroll
@@ -446,8 +489,10 @@ static int64_t ty_per_sm(const ty_geo &g, int64_t kblocks, int32_t ksplit, int p
     return fit < per_sm ? fit : per_sm;
 }
 
-int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm, int32_t *ksplit) {
+int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm, int32_t *ksplit,
+                                   int32_t *stages) {
     if (ksplit) *ksplit = 0;
+    if (stages) *stages = 0;
     if (n_sm <= 0 || M < 1 || nout < 1 || K < 1) return 0;
     /* row tiles of 64 outputs, or with SwiGLU 32 (32 gate rows over the 32 matching up rows) */
     const int64_t rows = swiglu ? (nout + 31) / 32 : (nout + 63) / 64, kblocks = (K + TY_BK - 1) / TY_BK;
@@ -483,10 +528,24 @@ int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t s
             }
         }
     }
+    /* Then, for plain outputs of a K past one CTA's 64-token slots (up to
+     * TINFER_GEMM_BF16_TINY_RING_MAX_K): 64-token tiles unsplit, one CTA per SM in one wave, each
+     * streaming all of K through a ring of TINFER_GEMM_BF16_TINY_RING_STAGES stages (bf16.h). */
+    {
+        const ty_geo g = ty_geo_get(64);
+        const int64_t tiles = rows * ((M + 63) / 64);
+        const int32_t st = TINFER_GEMM_BF16_TINY_RING_STAGES;
+        if (st > 0 && !swiglu && K <= TINFER_GEMM_BF16_TINY_RING_MAX_K && kblocks > g.max_kb && kblocks > st &&
+            tiles <= n_sm && g.smem(st, 1) <= TY_SMEM_MAX) {
+            if (ksplit) *ksplit = 1;
+            if (stages) *stages = st;
+            return 64;
+        }
+    }
     return 0;
 }
 
-template <int BT, bool SW, int MODE, bool RING>
+template <int BT, bool SW, int MODE, bool RING, int CW>
 static tinfer_status ty_launch(const tinfer_gemm_bf16_args *a, int32_t c, int32_t ksplit, int32_t kblocks, int32_t kper,
                                int32_t kslots, int dev, cudaStream_t s, tinfer_err *err) {
     using G = TyGeo<BT>;
@@ -499,16 +558,16 @@ static tinfer_status ty_launch(const tinfer_gemm_bf16_args *a, int32_t c, int32_
     if ((status = tinfer_gemm_bf16_tma_map(&mw, a->W, a->N, a->K, a->ldw, SW ? 32 : 64, "W", err)) != TINFER_OK) return status;
     if ((status = tinfer_gemm_bf16_tma_map(&mx, a->X, a->M, a->K, a->ldx, BT, "X", err)) != TINFER_OK) return status;
     if (attr_dev != dev) {
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(ty_kernel<BT, SW, MODE, RING>, cudaFuncAttributeMaxDynamicSharedMemorySize, TY_SMEM_MAX));
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(ty_kernel<BT, SW, MODE, RING, CW>, cudaFuncAttributeMaxDynamicSharedMemorySize, TY_SMEM_MAX));
         attr_dev = dev;
     }
     {
         const bool pdl = tinfer_gemm_bf16_wgmma_pdl_mode() != 0;
         cudaLaunchConfig_t lc;
         cudaLaunchAttribute attr[2];
-        tinfer_tc_launch_cfg(&lc, attr, dim3((unsigned)(gx * tiles_w * ksplit)), TY_THREADS, (size_t)G::smem(kslots, ksplit), s,
+        tinfer_tc_launch_cfg(&lc, attr, dim3((unsigned)(gx * tiles_w * ksplit)), ty_threads(CW), (size_t)G::smem(kslots, ksplit), s,
                              ksplit > 1 ? ksplit : c, pdl);
-        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, ty_kernel<BT, SW, MODE, RING>, mw, mx, *a, (int32_t)gx, kblocks, c, ksplit, kper,
+        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, ty_kernel<BT, SW, MODE, RING, CW>, mw, mx, *a, (int32_t)gx, kblocks, c, ksplit, kper,
                                                 kslots, (int32_t)tinfer_bf16_epi_v16_ok(*a), (int32_t)(pdl && a->w_static)));
         TINFER_CUDA_LAUNCH_CHECK(err, "ty_kernel");
     }
@@ -518,25 +577,42 @@ cleanup:
 
 template <int BT, bool SW>
 static tinfer_status ty_launch_mode(const tinfer_gemm_bf16_args *a, int32_t c, int32_t ksplit, int32_t kblocks, int32_t kper,
-                                    int32_t kslots, int dev, cudaStream_t s, tinfer_err *err) {
+                                    int32_t kslots, int32_t wgs, int dev, cudaStream_t s, tinfer_err *err) {
     const bool ring = kslots < kper;
-    if (ksplit > 1)
-        return ring ? ty_launch<BT, SW, TY_SPLIT, true>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
-                    : ty_launch<BT, SW, TY_SPLIT, false>(a, c, ksplit, kblocks, kper, kslots, dev, s, err);
-    if (c > 1)
-        return ring ? ty_launch<BT, SW, TY_MCAST, true>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
-                    : ty_launch<BT, SW, TY_MCAST, false>(a, c, ksplit, kblocks, kper, kslots, dev, s, err);
-    return ring ? ty_launch<BT, SW, TY_PLAIN, true>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
-                : ty_launch<BT, SW, TY_PLAIN, false>(a, c, ksplit, kblocks, kper, kslots, dev, s, err);
+#define TY_L(MODE, RING, CW) ty_launch<BT, SW, MODE, RING, CW>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
+    if (c > 1) return ring ? TY_L(TY_MCAST, true, 1) : TY_L(TY_MCAST, false, 1); /* one warpgroup only */
+    if (ksplit > 1) {
+        if (wgs == 2) return ring ? TY_L(TY_SPLIT, true, 2) : TY_L(TY_SPLIT, false, 2);
+        return ring ? TY_L(TY_SPLIT, true, 1) : TY_L(TY_SPLIT, false, 1);
+    }
+    if (wgs == 2) return ring ? TY_L(TY_PLAIN, true, 2) : TY_L(TY_PLAIN, false, 2);
+    return ring ? TY_L(TY_PLAIN, true, 1) : TY_L(TY_PLAIN, false, 1);
+#undef TY_L
+}
+
+/* TINFER_GEMM_TINY_WG=1 / 2 overrides TINFER_GEMM_BF16_TINY_WG (bf16.h) for calls that leave the
+ * consumer warpgroups to the default; read once */
+static int32_t ty_default_wgs(void) {
+    static int32_t v = 0;
+    if (!v) {
+        const char *e = getenv("TINFER_GEMM_TINY_WG");
+        v = e && (e[0] == '1' || e[0] == '2') && !e[1] ? e[0] - '0' : TINFER_GEMM_BF16_TINY_WG;
+    }
+    return v;
 }
 
 tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit, cudaStream_t s,
                                     tinfer_err *err) {
-    return tinfer_gemm_bf16_tiny_ring(a, bt, cluster, ksplit, 0, s, err);
+    return tinfer_gemm_bf16_tiny_cfg(a, bt, cluster, ksplit, 0, 0, s, err);
 }
 
 tinfer_status tinfer_gemm_bf16_tiny_ring(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit,
                                          int32_t stages, cudaStream_t s, tinfer_err *err) {
+    return tinfer_gemm_bf16_tiny_cfg(a, bt, cluster, ksplit, stages, 0, s, err);
+}
+
+tinfer_status tinfer_gemm_bf16_tiny_cfg(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit,
+                                        int32_t stages, int32_t wgs, cudaStream_t s, tinfer_err *err) {
     tinfer_cuda_facts f;
     const tinfer_status fs = tinfer_cuda_current_facts(&f, err);
     if (fs != TINFER_OK) return fs;
@@ -547,11 +623,20 @@ tinfer_status tinfer_gemm_bf16_tiny_ring(const tinfer_gemm_bf16_args *a, int32_t
     if (stages < 0 || stages > TY_RING_MAX)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: %d ring stages (1..%d, 0 = a slot per k-block)", (int)stages,
                               TY_RING_MAX);
+    if (wgs < 0 || wgs > 2)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: %d consumer warpgroups (1, 2 or 0 = default)", (int)wgs);
     const int64_t nout = tinfer_gemm_bf16_nout(*a);
     const int32_t kblocks = (int32_t)((a->K + TY_BK - 1) / TY_BK);
     if (stages > 0 && ksplit == 0) ksplit = 1; /* a ring holds any K */
-    int32_t pf = 0; /* the pick's tile and split factor, computed once */
-    const int32_t pbt = bt == 0 || ksplit == 0 ? tinfer_gemm_bf16_tiny_pick(a->M, nout, a->K, a->swiglu, f.n_sm, &pf) : 0;
+    int32_t pf = 0, pst = 0; /* the pick's tile, split factor and ring, computed once */
+    const int32_t pbt = bt == 0 || ksplit == 0 ? tinfer_gemm_bf16_tiny_pick(a->M, nout, a->K, a->swiglu, f.n_sm, &pf, &pst) : 0;
+    /* the pick's ring (unsplit, TINFER_GEMM_BF16_TINY_RING_WG consumer warpgroups) where the
+     * caller left the tile and the ring to it */
+    if (bt == 0 && pbt && pst > 0 && stages == 0 && ksplit <= 1 && cluster <= 1) {
+        stages = pst;
+        ksplit = 1;
+        if (wgs == 0) wgs = TINFER_GEMM_BF16_TINY_RING_WG;
+    }
     if (bt == 0) /* the pick's tile, or where it declines, 16 tokens while that is one CTA per SM */
         bt = pbt ? pbt : (nout + (a->swiglu ? 31 : 63)) / (a->swiglu ? 32 : 64) * ((a->M + 15) / 16) <= f.n_sm ? 16 : 32;
     if (bt != 16 && bt != 32 && bt != 64)
@@ -578,10 +663,20 @@ tinfer_status tinfer_gemm_bf16_tiny_ring(const tinfer_gemm_bf16_args *a, int32_t
         if (g.smem(stages, ksplit) > TY_SMEM_MAX)
             return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: %d ring stages split %d do not fit", (int)stages, (int)ksplit);
         kslots = stages;
+        /* two warpgroups wait on a slot's barrier alternately: with an odd ring one could wait
+         * for round u while the other's round u - 1 is still in flight, and the parity test
+         * would pass it (the same parity) */
+        if (wgs == 2 && stages % 2)
+            return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: two consumer warpgroups need an even ring (%d stages)",
+                                  (int)stages);
     } else if (!(kslots = ty_kslots(g, kblocks, ksplit)))
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: K=%lld split %d does not fit (%d k-blocks per CTA at most)",
                               (long long)a->K, (int)ksplit, g.max_kb);
-#define TY_GO(BT, SW) ty_launch_mode<BT, SW>(a, cluster, ksplit, kblocks, kper, kslots, f.device, s, err)
+    if (wgs == 0) /* the default where it applies: no multicast, and an even ring */
+        wgs = cluster == 1 && (kslots >= kper || kslots % 2 == 0) ? ty_default_wgs() : 1;
+    else if (wgs == 2 && cluster > 1)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: two consumer warpgroups without multicast only");
+#define TY_GO(BT, SW) ty_launch_mode<BT, SW>(a, cluster, ksplit, kblocks, kper, kslots, wgs, f.device, s, err)
     if (bt == 16) return a->swiglu ? TY_GO(16, true) : TY_GO(16, false);
     if (bt == 32) return a->swiglu ? TY_GO(32, true) : TY_GO(32, false);
     return a->swiglu ? TY_GO(64, true) : TY_GO(64, false);

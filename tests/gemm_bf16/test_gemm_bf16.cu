@@ -124,9 +124,12 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a0, c
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
         return st != TINFER_OK ? st : tinfer_gemm_bf16_skinny(a, r->id % 100, r->id / 100 ? r->id / 100 : 1, s, err);
     }
-    if (r->kind == 'y') { /* rung 06: token tile id % 100, cluster id / 100 % 10, split-K factor id / 1000 % 10, ring stages id / 10000 */
+    if (r->kind == 'y') { /* rung 06: token tile id % 100, cluster id / 100 % 10, split-K factor id / 1000 % 10, ring stages
+                           * id / 10000 % 100, consumer warpgroups id / 1000000 (0: the default) */
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
-        return st != TINFER_OK ? st : tinfer_gemm_bf16_tiny_ring(a, r->id % 100, r->id / 100 % 10, r->id / 1000 % 10, r->id / 10000, s, err);
+        return st != TINFER_OK ? st
+                               : tinfer_gemm_bf16_tiny_cfg(a, r->id % 100, r->id / 100 % 10, r->id / 1000 % 10, r->id / 10000 % 100,
+                                                           r->id / 1000000, s, err);
     }
     if (r->kind == 'm') {
         const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
@@ -507,9 +510,11 @@ static void skinny_pick(void) {
  * tiles while one per SM, else 32-token tiles while two per SM, else 64-token tiles while one per
  * SM (fewer where their shared memory does not fit), else none; a K that one CTA cannot hold split
  * as widely as that allows (up to 4) at 16 tokens, as little at 32 / 64; one that it holds split
- * over 3 at 16 tokens while those CTAs fit two per SM. */
+ * over 3 at 16 tokens while those CTAs fit two per SM; past all of those, plain outputs of a K
+ * over 13 k-blocks and up to 2048 in unsplit 64-token tiles through a 12-stage ring while they fit
+ * one wave (want_st: the ring's stages, 0 = a slot per k-block). */
 static void tiny_pick(void) {
-    struct { int64_t M, nout, K; int sw, n_sm, want, want_f; } cs[] = {
+    struct { int64_t M, nout, K; int sw, n_sm, want, want_f, want_st; } cs[] = {
         {16, 960, 576, 0, 132, 16, 3},    {128, 960, 576, 0, 132, 16, 1},  /* SmolLM2 QKV: 15 x 3 and 120 (x 3 = 360) CTAs */
         {256, 960, 576, 0, 132, 64, 1},   {512, 960, 576, 0, 132, 64, 1},  /* 240 at 16 tokens; 60 / 120 at 64 */
         {1024, 960, 576, 0, 132, 0, 0},   {64, 3072, 576, 0, 132, 64, 1},  /* 240 at 64, 480 at 32; gate/up 192 at 16, 48 at 64 */
@@ -519,20 +524,25 @@ static void tiny_pick(void) {
         {256, 576, 1536, 0, 132, 64, 2},  {16, 40, 576, 1, 132, 16, 3},    /* down: 72 CTAs of 64 tokens split 2; 2 row tiles */
         {16, 960, 40, 0, 132, 16, 1},     {16, 3072, 576, 0, 132, 16, 3},  /* K = 40: one k-block; gate/up: 144 CTAs split */
         {32, 3072, 576, 0, 132, 16, 1},                                    /* 288 CTAs split: not */
-        {128, 576, 1152, 0, 132, 16, 3},  {512, 576, 1152, 0, 132, 0, 0},  /* 216 CTAs split; 18 k-blocks at 32 tokens: one per SM */
+        {128, 576, 1152, 0, 132, 16, 3},  {512, 576, 1152, 0, 132, 64, 1, 12}, /* 216 CTAs split; 18 k-blocks: the ring (72 CTAs) */
         {16, 576, 1416, 0, 132, 16, 4},   {32, 576, 1536, 0, 132, 16, 4},  /* 23 / 24 k-blocks: split 4 (SmolLM2 down) */
         {64, 576, 1536, 0, 132, 16, 3},   {128, 576, 1536, 0, 132, 32, 2}, /* 144 CTAs at 4; 16 tokens: 144 at 2, 32: 72 at 2 */
-        {512, 576, 1536, 0, 132, 0, 0},   {16, 576, 1408, 1, 132, 16, 3},  /* 144 CTAs at 64 x 2; SwiGLU holds plain's K */
+        {512, 576, 1536, 0, 132, 64, 1, 12}, {16, 576, 1408, 1, 132, 16, 3}, /* 144 CTAs at 64 x 2: the ring; SwiGLU holds plain's K */
+        {448, 576, 1536, 0, 132, 64, 2},  {896, 576, 1536, 0, 132, 64, 1, 12}, /* 126 CTAs at 64 x 2; the ring's last one wave */
+        {960, 576, 1536, 0, 132, 0, 0},   {512, 576, 2112, 0, 132, 0, 0},  /* 135 ring CTAs; K past the ring's measured 2048 */
+        {512, 576, 1536, 0, 64, 0, 0},    {512, 3072, 1536, 1, 132, 0, 0}, /* 72 CTAs on 64 SMs; SwiGLU: no ring */
+        {512, 576, 832, 0, 132, 64, 1, 0},                                 /* 13 k-blocks fit one CTA's 64-token slots: no ring */
         {16, 576, 1416, 1, 132, 16, 4},                                    /* SwiGLU, 23 k-blocks: split */
         {16, 6144, 4096, 0, 132, 0, 0},   {32, 49152, 576, 0, 132, 0, 0},  /* Llama QKV (split 4: 384 CTAs); LM head */
         {16, 960, 576, 0, 0, 0, 0},                                        /* no device */
     };
     for (const auto &c : cs) {
-        int32_t f = -1;
-        const int32_t bt = tinfer_gemm_bf16_tiny_pick(c.M, c.nout, c.K, c.sw, c.n_sm, &f);
-        const bool ok = bt == c.want && f == c.want_f;
-        printf("%s tiny pick M=%lld N'=%lld K=%lld%s on %d SMs: %d tokens, split %d (want %d, %d)\n", ok ? "ok  " : "FAIL",
-               (long long)c.M, (long long)c.nout, (long long)c.K, c.sw ? " swiglu" : "", c.n_sm, (int)bt, (int)f, c.want, c.want_f);
+        int32_t f = -1, st = -1;
+        const int32_t bt = tinfer_gemm_bf16_tiny_pick(c.M, c.nout, c.K, c.sw, c.n_sm, &f, &st);
+        const bool ok = bt == c.want && f == c.want_f && st == c.want_st;
+        printf("%s tiny pick M=%lld N'=%lld K=%lld%s on %d SMs: %d tokens, split %d, ring %d (want %d, %d, %d)\n", ok ? "ok  " : "FAIL",
+               (long long)c.M, (long long)c.nout, (long long)c.K, c.sw ? " swiglu" : "", c.n_sm, (int)bt, (int)f, (int)st, c.want,
+               c.want_f, c.want_st);
         if (!ok) g_fail++;
     }
 }
@@ -692,6 +702,13 @@ int main(int argc, char **argv) {
                                 * is refilled once every CTA of the cluster released it */
                                {'y', 20232, "tiny32/c2/r2"}, {'y', 30416, "tiny16/c4/r3"},
                                {'y', 40864, "tiny64/c8/r4/wstatic", 1}, {'y', 20464, "tiny64/c4/r2/wstatic", 1},
+                               /* two consumer warpgroups taking alternate k-blocks (id + 1000000 x 2):
+                                * a slot per k-block, split, even rings (2 stages: each warpgroup
+                                * refills the slot it just read), plain and split */
+                               {'y', 2000116, "tiny16/w2"}, {'y', 2000164, "tiny64/w2"}, {'y', 2003132, "tiny32/k3/w2"},
+                               {'y', 2002164, "tiny64/k2/w2/wstatic", 1}, {'y', 2020164, "tiny64/r2/w2"},
+                               {'y', 2042164, "tiny64/k2/r4/w2"}, {'y', 2060132, "tiny32/r6/w2/wstatic", 1},
+                               {'y', 2020116, "tiny16/r2/w2"},
                                /* args.w_static: rungs 02 / 04 issue their first stages' W loads before
                                 * the PDL wait (PDL is on at K <= 2048); rungs 03 / 05 ignore it */
                                {'t', 3, "wgmma/wstatic", 1}, {'w', 144, "wgmma144/wstatic", 1},
@@ -781,6 +798,9 @@ int main(int argc, char **argv) {
          * every epilogue, ragged K (4104 = 64 k-blocks + 8), M = 1, 16, 33, 64, 130 */
         {16, 960, 576, BF, 0, 0, 0, 1},   {64, 576, 1536, BF, 1, 1, 0, 1},    {1, 2 * 1536, 576, BF, 0, 0, 1, 1},
         {130, 700, 2056, F, 1, 1, 0},     {33, 600, 4104, BF, 0, 0, 0, 1},    {64, 2 * 300, 1000, BF, 1, 0, 1},
+        /* rung 06's pick through its ring of two consumer warpgroups (K past one CTA's 64-token
+         * slots, 9 x 8 tiles in one wave): ragged M, N and K (24 k-blocks + 8), bias + residual */
+        {500, 570, 1544, F, 1, 1, 0},     {512, 576, 1536, BF, 0, 0, 0, 1},
         /* 128 x 144 tiles (rung 03 for N' = 576): whole-line stores, whose last 64-column piece
          * holds 16 columns (SwiGLU: 8), plain / bias + residual / SwiGLU, exact and ragged edges
          * (N' = 136: an edge tile's lines end inside that piece; 100: the general path) */

@@ -27,8 +27,9 @@
  * whose clusters of 2 multicast X (id 36); and on rung 06 (tiny, ids 37 / 38, K = 576): its own pick
  * 16-token tiles in clusters of 8 multicasting W, K split over 3 CTAs (id 39), and 64-token
  * tiles split over 2 (id 40), and those split 2 through a ring of 2 stages (id 41), and 16-token
- * tiles in clusters of 4 multicasting W through a ring of 3 stages (id 42); W loads before the
- * wait under args.w_static.
+ * tiles in clusters of 4 multicasting W through a ring of 3 stages (id 42), and with two
+ * consumer warpgroups: 64-token tiles split 2 through a ring of 2 stages (id 45), 32-token tiles
+ * unsplit (id 46); W loads before the wait under args.w_static.
  * Every rung but 04 (GEMV) also
  * runs with args.w_static and a new X: GEMV rungs 05 / 06 and prefill rungs 02 / 04 then issue
  * their first stages' W loads before the wait and must still see the new X (the TMA rungs ignore
@@ -222,13 +223,14 @@ int main(void) {
      * own pick / 16-token tiles in clusters of 8 (W multicast) / K split over 3 CTAs; 40: rung 06
      * in 64-token tiles, K split over 2; 41: the same through a ring of 2 stages; 42: 16-token
      * tiles in clusters of 4 (W multicast) through a ring of 3 stages; 9: decode rung 09 (its
-     * ring holds all 16 k-tiles here), 43 / 44: rung 09 through rings of 2 / 3 stages.
-     * The result lines say "rung 30..44". */
+     * ring holds all 16 k-tiles here), 43 / 44: rung 09 through rings of 2 / 3 stages; 45 / 46:
+     * rung 06 with two consumer warpgroups, as 41 / 32-token tiles unsplit.
+     * The result lines say "rung 30..46". */
     const tinfer_gemv09_cfg g09_two = {1, 2, 1, 0}, g09_three = {1, 3, 1, 1};
-    for (int kernel : {4, 5, 6, 8, 9, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44}) {
+    for (int kernel : {4, 5, 6, 8, 9, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46}) {
         /* rungs 08 and 06 take short rows only (rung 08: K <= 1024, longer ones run rung 04;
          * rung 06: every k-block in shared memory): their K is 576, with the same row strides */
-        const int64_t kd = kernel == 8 || (kernel >= 37 && kernel <= 42) ? 576 : K_DIM;
+        const int64_t kd = kernel == 8 || (kernel >= 37 && kernel <= 42) || kernel >= 45 ? 576 : K_DIM;
         if (kernel != 5 && kernel != 4 && kernel != 8 && kernel != 35 && !sm90) {
             printf("skip kernel %d: needs sm_90\n", kernel);
             continue;
@@ -286,6 +288,8 @@ int main(void) {
                             : kernel == 42 ? tinfer_gemm_bf16_tiny_ring(&a, 16, 4, 1, 3, s, &err)
                             : kernel == 43 ? tinfer_gemv_bf16_bulk_cfg(&a, &g09_two, s, &err)
                             : kernel == 44 ? tinfer_gemv_bf16_bulk_cfg(&a, &g09_three, s, &err)
+                            : kernel == 45 ? tinfer_gemm_bf16_tiny_cfg(&a, 64, 1, 2, 2, 2, s, &err)
+                            : kernel == 46 ? tinfer_gemm_bf16_tiny_cfg(&a, 32, 1, 1, 0, 2, s, &err)
                                            : tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)kernel, &a, s, &err);
                         if (rs != TINFER_OK) {
                             printf("FAIL rung %02d: %s\n", kernel, err.msg);
