@@ -632,7 +632,7 @@ tinfer_status tinfer_gemm_bf16_tiny_cfg(const tinfer_gemm_bf16_args *a, int32_t 
     const int32_t pbt = bt == 0 || ksplit == 0 ? tinfer_gemm_bf16_tiny_pick(a->M, nout, a->K, a->swiglu, f.n_sm, &pf, &pst) : 0;
     /* the pick's ring (unsplit, TINFER_GEMM_BF16_TINY_RING_WG consumer warpgroups) where the
      * caller left the tile and the ring to it */
-    if (bt == 0 && pbt && pst > 0 && stages == 0 && ksplit <= 1 && cluster <= 1) {
+    if (bt == 0 && pbt && pst > 0 && stages == 0 && ksplit <= 1 && (cluster == 0 ? TINFER_GEMM_BF16_TINY_CLUSTER : cluster) == 1) {
         stages = pst;
         ksplit = 1;
         if (wgs == 0) wgs = TINFER_GEMM_BF16_TINY_RING_WG;
