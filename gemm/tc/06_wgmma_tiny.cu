@@ -73,12 +73,12 @@
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
+#include "gemm/decode/gemv_bf16_internal.h" /* tinfer_gemv_env_int */
 #include "gemm/decode/ptx.cuh"
 #include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 #include "gemm/tc/sm90.cuh"
 
-#include <stdlib.h>
 #include <string.h>
 #include <type_traits>
 
@@ -591,12 +591,12 @@ static tinfer_status ty_launch_mode(const tinfer_gemm_bf16_args *a, int32_t c, i
 }
 
 /* TINFER_GEMM_TINY_WG=1 / 2 overrides TINFER_GEMM_BF16_TINY_WG (bf16.h) for calls that leave the
- * consumer warpgroups to the default; read once */
+ * consumer warpgroups to the default (anything else: the default); read once */
 static int32_t ty_default_wgs(void) {
     static int32_t v = 0;
     if (!v) {
-        const char *e = getenv("TINFER_GEMM_TINY_WG");
-        v = e && (e[0] == '1' || e[0] == '2') && !e[1] ? e[0] - '0' : TINFER_GEMM_BF16_TINY_WG;
+        const int e = tinfer_gemv_env_int("TINFER_GEMM_TINY_WG", TINFER_GEMM_BF16_TINY_WG, 1, 2);
+        v = e > 0 ? e : TINFER_GEMM_BF16_TINY_WG;
     }
     return v;
 }
