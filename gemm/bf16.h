@@ -256,10 +256,22 @@ typedef enum tinfer_gemm_bf16_path {
  * with SwiGLU (gate/up fused M = 64 / 128 3.87 / 4.61 vs 3.65 / 4.43). 1: that order; 0: 32-token
  * tiles first. */
 #define TINFER_GEMM_BF16_TINY_PLAIN64_FIRST 1
-/* Rung 06's consumer warpgroups where a call leaves them to the default (1 or 2; the switch
- * TINFER_GEMM_TINY_WG overrides it): with 2, each computes every other k-block into its own
- * accumulators (06_wgmma_tiny.cu). */
+/* Rung 06's consumer warpgroups (1 or 2; with 2, each computes every other k-block into its own
+ * accumulators, 06_wgmma_tiny.cu): TINFER_GEMM_BF16_TINY_WG16 for the pick's 16-token tiles (a
+ * slot per k-block), TINFER_GEMM_BF16_TINY_WG for its 32- and 64-token ones and for calls that
+ * leave the warpgroups but not the tile to the pick; the switch TINFER_GEMM_TINY_WG overrides
+ * both. H200 session 16 call 1 (graph / stream us; the pick then: 16-token tiles, one warpgroup,
+ * a K that fits split 3): two warpgroups unsplit, SmolLM2 QKV M = 16 / 32 / 64 / 128 2.19 / 2.45 /
+ * 2.63 / 2.74 (3.06 / 3.01 / 3.07 / 3.30) against the pick's 2.37 / 2.68 / 2.76 / 2.88 (3.29 /
+ * 3.17 / 3.52 / 3.33; at 128 unsplit), O M = 16 / 32 / 64 / 128 2.13 / 2.29 / 2.53 / 2.68 (2.89 /
+ * 2.89 / 2.95 / 3.11) against 2.26 / 2.37 / 2.73 / 3.13 (3.13 / 3.15 / 3.22 / 3.69), gate/up M =
+ * 16 / 32 2.76 / 2.99 (3.31 / 3.45) against 2.71 / 3.06 (3.56 / 3.48); with two warpgroups the
+ * unsplit tile beat split 2 in 9 of those 10 cells (QKV M = 64: 2.63 vs 2.47). Down (K = 1536,
+ * split as now) M = 16 / 32 / 64 2.71 / 3.03 / 2.94 against 2.83 / 3.01 / 3.03. At 32 / 64 tokens
+ * two warpgroups move the picked cells by at most 3% either way (QKV M = 512 4.06 vs 3.98, gate/up
+ * M = 128 3.99 vs 3.89, down M = 128 3.47 vs 3.55): one stays. */
 #define TINFER_GEMM_BF16_TINY_WG 1
+#define TINFER_GEMM_BF16_TINY_WG16 2
 /* Where no tier above takes a call: plain outputs, K past one CTA's 64-token slots (> 832) and at
  * most TINFER_GEMM_BF16_TINY_RING_MAX_K, 64-token tiles filling at most one wave (one CTA per SM)
  * -> rung 06 unsplit, each CTA streaming all of K through a ring of
@@ -288,7 +300,8 @@ typedef enum tinfer_gemm_bf16_path {
  * 4.67 (cuBLAS 4.85 / 4.94). */
 #define TINFER_GEMM_BF16_TINY_MAX_SPLIT 4
 /* A K that one CTA holds is split all the same over TINFER_GEMM_BF16_TINY_SHORT_SPLIT CTAs when
- * the pick takes 16-token tiles, K has at least two k-blocks per rank and the split's CTAs fit
+ * the pick takes 16-token tiles with one consumer warpgroup (TINFER_GEMM_BF16_TINY_WG16 = 1), K
+ * has at least two k-blocks per rank and the split's CTAs fit
  * TINFER_GEMM_BF16_TINY_SHORT_SPLIT_PER_SM per SM: H200 session 11 run 2, graph us, unsplit ->
  * split 3 (K = 576): SmolLM2 QKV M = 16 / 64 2.67 / 3.09 -> 2.60 / 2.99, O M = 16 / 32 / 64 2.61 /
  * 2.79 / 3.02 -> 2.42 / 2.61 / 2.90, gate/up M = 16 3.24 -> 2.95; where the CTAs are more (gate/up

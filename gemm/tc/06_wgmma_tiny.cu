@@ -48,7 +48,10 @@
  *    slot-per-k-block tiles move -14% .. +55% by cell (16 / 32-token tiles at <= 256 tokens
  *    mostly 2-11% faster, 64-token 1-4% slower; H200 session 16, gemm/NOTES.md). The pick
  *    takes the 12-stage ring with two warpgroups for plain outputs of a K past one CTA's slots
- *    where no split fits one wave (bf16.h, TINFER_GEMM_BF16_TINY_RING_*); elsewhere one.
+ *    where no split fits one wave (bf16.h, TINFER_GEMM_BF16_TINY_RING_*), and two warpgroups for
+ *    its 16-token tiles, then unsplit where K fits (TINFER_GEMM_BF16_TINY_WG16: 3-14% faster on
+ *    SmolLM2 QKV / O at 16-128 tokens than one warpgroup split 3); one for its 32- and 64-token
+ *    tiles.
  *  - Or (measured slower, off by default): the token tiles of a row tile form a cluster of c CTAs
  *    (c <= 8), rank r loads the W box of k-blocks kb with kb % c == r and multicasts it to all c
  *    CTAs, so the weight tile leaves L2 once per cluster; each CTA loads its own X boxes. Each
@@ -490,9 +493,10 @@ static int64_t ty_per_sm(const ty_geo &g, int64_t kblocks, int32_t ksplit, int p
 }
 
 int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm, int32_t *ksplit,
-                                   int32_t *stages) {
+                                   int32_t *stages, int32_t *wgs) {
     if (ksplit) *ksplit = 0;
     if (stages) *stages = 0;
+    if (wgs) *wgs = 0;
     if (n_sm <= 0 || M < 1 || nout < 1 || K < 1) return 0;
     /* row tiles of 64 outputs, or with SwiGLU 32 (32 gate rows over the 32 matching up rows) */
     const int64_t rows = swiglu ? (nout + 31) / 32 : (nout + 63) / 64, kblocks = (K + TY_BK - 1) / TY_BK;
@@ -517,13 +521,16 @@ int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t s
             int32_t f = t.bt == 16 ? fmax - j : f0 + j;
             const int64_t spm = ty_per_sm(g, kblocks, f, t.per);
             if (spm > 0 && tiles * f <= spm * n_sm) {
-                /* 16-token tiles of a K that fits: split over TINFER_GEMM_BF16_TINY_SHORT_SPLIT
-                 * all the same while those CTAs fit _SHORT_SPLIT_PER_SM per SM (bf16.h) */
+                /* 16-token tiles: TINFER_GEMM_BF16_TINY_WG16 consumer warpgroups; with one, a K
+                 * that fits is split over TINFER_GEMM_BF16_TINY_SHORT_SPLIT all the same while
+                 * those CTAs fit _SHORT_SPLIT_PER_SM per SM (bf16.h) */
+                const int32_t wg = t.bt == 16 ? TINFER_GEMM_BF16_TINY_WG16 : TINFER_GEMM_BF16_TINY_WG;
                 const int32_t fs = TINFER_GEMM_BF16_TINY_SHORT_SPLIT;
-                if (t.bt == 16 && f == 1 && kblocks >= 2 * fs &&
+                if (t.bt == 16 && wg == 1 && f == 1 && kblocks >= 2 * fs &&
                     tiles * fs <= ty_per_sm(g, kblocks, fs, TINFER_GEMM_BF16_TINY_SHORT_SPLIT_PER_SM) * n_sm)
                     f = fs;
                 if (ksplit) *ksplit = f;
+                if (wgs) *wgs = wg;
                 return t.bt;
             }
         }
@@ -539,6 +546,7 @@ int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t s
             tiles <= n_sm && g.smem(st, 1) <= TY_SMEM_MAX) {
             if (ksplit) *ksplit = 1;
             if (stages) *stages = st;
+            if (wgs) *wgs = TINFER_GEMM_BF16_TINY_RING_WG;
             return 64;
         }
     }
@@ -590,13 +598,13 @@ static tinfer_status ty_launch_mode(const tinfer_gemm_bf16_args *a, int32_t c, i
 #undef TY_L
 }
 
-/* TINFER_GEMM_TINY_WG=1 / 2 overrides TINFER_GEMM_BF16_TINY_WG (bf16.h) for calls that leave the
- * consumer warpgroups to the default (anything else: the default); read once */
-static int32_t ty_default_wgs(void) {
-    static int32_t v = 0;
-    if (!v) {
-        const int e = tinfer_gemv_env_int("TINFER_GEMM_TINY_WG", TINFER_GEMM_BF16_TINY_WG, 1, 2);
-        v = e > 0 ? e : TINFER_GEMM_BF16_TINY_WG;
+/* TINFER_GEMM_TINY_WG=1 / 2: the consumer warpgroups of every call that leaves them to the pick
+ * or the default, where two apply (anything else, or unset: 0, no override); read once */
+static int32_t ty_env_wgs(void) {
+    static int32_t v = -1;
+    if (v < 0) { /* a benign race: every thread computes the same value */
+        const int e = tinfer_gemv_env_int("TINFER_GEMM_TINY_WG", 0, 1, 2);
+        v = e > 0 ? e : 0;
     }
     return v;
 }
@@ -628,14 +636,13 @@ tinfer_status tinfer_gemm_bf16_tiny_cfg(const tinfer_gemm_bf16_args *a, int32_t 
     const int64_t nout = tinfer_gemm_bf16_nout(*a);
     const int32_t kblocks = (int32_t)((a->K + TY_BK - 1) / TY_BK);
     if (stages > 0 && ksplit == 0) ksplit = 1; /* a ring holds any K */
-    int32_t pf = 0, pst = 0; /* the pick's tile, split factor and ring, computed once */
-    const int32_t pbt = bt == 0 || ksplit == 0 ? tinfer_gemm_bf16_tiny_pick(a->M, nout, a->K, a->swiglu, f.n_sm, &pf, &pst) : 0;
-    /* the pick's ring (unsplit, TINFER_GEMM_BF16_TINY_RING_WG consumer warpgroups) where the
-     * caller left the tile and the ring to it */
+    const bool auto_tile = bt == 0;
+    int32_t pf = 0, pst = 0, pwg = 0; /* the pick's tile, split factor, ring and warpgroups, computed once */
+    const int32_t pbt = bt == 0 || ksplit == 0 ? tinfer_gemm_bf16_tiny_pick(a->M, nout, a->K, a->swiglu, f.n_sm, &pf, &pst, &pwg) : 0;
+    /* the pick's ring (unsplit) where the caller left the tile and the ring to it */
     if (bt == 0 && pbt && pst > 0 && stages == 0 && ksplit <= 1 && (cluster == 0 ? TINFER_GEMM_BF16_TINY_CLUSTER : cluster) == 1) {
         stages = pst;
         ksplit = 1;
-        if (wgs == 0) wgs = TINFER_GEMM_BF16_TINY_RING_WG;
     }
     if (bt == 0) /* the pick's tile, or where it declines, 16 tokens while that is one CTA per SM */
         bt = pbt ? pbt : (nout + (a->swiglu ? 31 : 63)) / (a->swiglu ? 32 : 64) * ((a->M + 15) / 16) <= f.n_sm ? 16 : 32;
@@ -672,9 +679,12 @@ tinfer_status tinfer_gemm_bf16_tiny_cfg(const tinfer_gemm_bf16_args *a, int32_t 
     } else if (!(kslots = ty_kslots(g, kblocks, ksplit)))
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: K=%lld split %d does not fit (%d k-blocks per CTA at most)",
                               (long long)a->K, (int)ksplit, g.max_kb);
-    if (wgs == 0) /* the default where it applies: no multicast, and an even ring */
-        wgs = cluster == 1 && (kslots >= kper || kslots % 2 == 0) ? ty_default_wgs() : 1;
-    else if (wgs == 2 && cluster > 1)
+    if (wgs == 0) { /* the switch, else the pick's where the call took the pick's tile, split and
+                     * ring, else the default; two only without multicast and with an even ring (or none) */
+        const bool as_picked = auto_tile && pbt && bt == pbt && ksplit == pf && (kslots < kper ? kslots : 0) == pst;
+        wgs = ty_env_wgs() ? ty_env_wgs() : as_picked ? pwg : TINFER_GEMM_BF16_TINY_WG;
+        if (cluster != 1 || (kslots < kper && kslots % 2)) wgs = 1;
+    } else if (wgs == 2 && cluster > 1)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: two consumer warpgroups without multicast only");
 #define TY_GO(BT, SW) ty_launch_mode<BT, SW>(a, cluster, ksplit, kblocks, kper, kslots, wgs, f.device, s, err)
     if (bt == 16) return a->swiglu ? TY_GO(16, true) : TY_GO(16, false);

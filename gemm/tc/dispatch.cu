@@ -137,7 +137,7 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
     int major, n_sm;
     device_info(&major, &n_sm);
     if (major != 9) return TINFER_GEMM_BF16_WMMA;
-    if (tinfer_gemm_bf16_tiny_pick(a->M, tinfer_gemm_bf16_nout(*a), a->K, a->swiglu, n_sm, NULL, NULL)) return TINFER_GEMM_BF16_WGMMA_TINY;
+    if (tinfer_gemm_bf16_tiny_pick(a->M, tinfer_gemm_bf16_nout(*a), a->K, a->swiglu, n_sm, NULL, NULL, NULL)) return TINFER_GEMM_BF16_WGMMA_TINY;
     if (a->M <= TINFER_GEMM_BF16_SKINNY_MAX_M && a->N * a->K * 2 >= TINFER_GEMM_BF16_SKINNY_MIN_W)
         return TINFER_GEMM_BF16_WGMMA_SKINNY;
     const int64_t nout = tinfer_gemm_bf16_nout(*a);
@@ -186,7 +186,7 @@ extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, i
     { /* rung 06 before rung 08 (bf16.h); SwiGLU is not known here: N counted as plain outputs */
         int major, n_sm;
         device_info(&major, &n_sm);
-        if (major == 9 && tinfer_gemm_bf16_tiny_pick(M, N, K, 0, n_sm, NULL, NULL)) return TINFER_GEMM_BF16_PATH_GEMM;
+        if (major == 9 && tinfer_gemm_bf16_tiny_pick(M, N, K, 0, n_sm, NULL, NULL, NULL)) return TINFER_GEMM_BF16_PATH_GEMM;
     }
     if (stream_rung(M, N, K)) return TINFER_GEMM_BF16_PATH_GEMV;
     if (M <= TINFER_GEMM_BF16_SMALL_W_MAX_M && (M + 15) / 16 * N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_TRAFFIC)

@@ -137,21 +137,22 @@ tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, 
  * the cluster's token tiles and a slot is refilled once every CTA of the cluster released it. */
 tinfer_status tinfer_gemm_bf16_tiny_ring(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit,
                                          int32_t stages, cudaStream_t s, tinfer_err *err);
-/* Rung 6 with wgs consumer warpgroups (1 or 2; 0 = TINFER_GEMM_BF16_TINY_WG, or the switch
- * TINFER_GEMM_TINY_WG, where it applies): with two, warpgroup g computes k-blocks g, g + 2, .. into
+/* Rung 6 with wgs consumer warpgroups (1 or 2; 0 = the switch TINFER_GEMM_TINY_WG, else the
+ * pick's where bt is 0 and the call takes the pick's tile, split and ring, else
+ * TINFER_GEMM_BF16_TINY_WG; one where two do not apply): with two, warpgroup g computes k-blocks g, g + 2, .. into
  * its own accumulators and the two are added before the epilogue. Two warpgroups need cluster 1
  * and an even ring (or none). Otherwise as tinfer_gemm_bf16_tiny_ring. */
 tinfer_status tinfer_gemm_bf16_tiny_cfg(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit,
                                         int32_t stages, int32_t wgs, cudaStream_t s, tinfer_err *err);
 /* The longest K one rung-6 CTA holds with bt-token tiles (0 for a bt other than 16, 32, 64). */
 int64_t tinfer_gemm_bf16_tiny_max_k(int32_t bt);
-/* Rung 6's token tile for a call (16, 32 or 64), its split-K factor (*ksplit) and ring stages
- * (*stages: 0 = a slot per k-block, else a ring read by TINFER_GEMM_BF16_TINY_RING_WG consumer
- * warpgroups; each out pointer may be NULL), or 0 where it does not take it (bf16.h,
- * TINFER_GEMM_BF16_TINY_CTAS16_PER_SM, TINFER_GEMM_BF16_TINY_RING_STAGES); n_sm: the device's
- * SMs (0: none, no pick). Host only. */
+/* Rung 6's token tile for a call (16, 32 or 64), its split-K factor (*ksplit), ring stages
+ * (*stages: 0 = a slot per k-block, else a ring) and consumer warpgroups (*wgs: 1 or 2); each out
+ * pointer may be NULL; or 0 where it does not take the call (bf16.h,
+ * TINFER_GEMM_BF16_TINY_CTAS16_PER_SM, TINFER_GEMM_BF16_TINY_WG16, TINFER_GEMM_BF16_TINY_RING_STAGES);
+ * n_sm: the device's SMs (0: none, no pick). Host only. */
 int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm, int32_t *ksplit,
-                                   int32_t *stages);
+                                   int32_t *stages, int32_t *wgs);
 /* Rung 5 (05_wgmma_skinny.cu, sm_90a): the skinny GEMM with the operands swapped, W as wgmma's
  * 64-row A operand and bt tokens as its N (8, 16, 32 or 64; 0 = the smallest that holds M, 64
  * above); ksplit 1..8 = a cluster of that many CTAs per tile sharing its k-blocks (lowered so

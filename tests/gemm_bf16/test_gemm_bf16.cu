@@ -509,40 +509,41 @@ static void skinny_pick(void) {
  * x token tiles x split factor) fit one per SM, else (plain outputs, a K one CTA holds) 64-token
  * tiles while one per SM, else 32-token tiles while two per SM, else 64-token tiles while one per
  * SM (fewer where their shared memory does not fit), else none; a K that one CTA cannot hold split
- * as widely as that allows (up to 4) at 16 tokens, as little at 32 / 64; one that it holds split
- * over 3 at 16 tokens while those CTAs fit two per SM; past all of those, plain outputs of a K
- * over 13 k-blocks and up to 2048 in unsplit 64-token tiles through a 12-stage ring while they fit
- * one wave (want_st: the ring's stages, 0 = a slot per k-block). */
+ * as widely as that allows (up to 4) at 16 tokens, as little at 32 / 64; 16-token tiles with two
+ * consumer warpgroups (so a K that one CTA holds, up to 22 k-blocks at 16 tokens, is not split),
+ * 32 / 64-token ones with one; past all of those, plain outputs of a K over 13 k-blocks and up to
+ * 2048 in unsplit 64-token tiles through a 12-stage ring, two warpgroups, while they fit one wave
+ * (want_st: the ring's stages, 0 = a slot per k-block; want_wg: the warpgroups). */
 static void tiny_pick(void) {
-    struct { int64_t M, nout, K; int sw, n_sm, want, want_f, want_st; } cs[] = {
-        {16, 960, 576, 0, 132, 16, 3},    {128, 960, 576, 0, 132, 16, 1},  /* SmolLM2 QKV: 15 x 3 and 120 (x 3 = 360) CTAs */
-        {256, 960, 576, 0, 132, 64, 1},   {512, 960, 576, 0, 132, 64, 1},  /* 240 at 16 tokens; 60 / 120 at 64 */
-        {1024, 960, 576, 0, 132, 0, 0},   {64, 3072, 576, 0, 132, 64, 1},  /* 240 at 64, 480 at 32; gate/up 192 at 16, 48 at 64 */
-        {128, 3072, 576, 0, 132, 64, 1},  {256, 3072, 576, 0, 132, 0, 0},  /* 96 at 64; 192 at 64, 384 at 32 */
-        {64, 1536, 576, 1, 132, 32, 1},   {16, 576, 1408, 0, 132, 16, 3},  /* fused gate/up: 48 row tiles of 32; 22 k-blocks */
-        {256, 1536, 576, 1, 132, 0, 0},   {128, 1536, 576, 1, 132, 32, 1}, /* SwiGLU as gate/up: 384 / 192 at 32, 192 at 64 */
-        {256, 576, 1536, 0, 132, 64, 2},  {16, 40, 576, 1, 132, 16, 3},    /* down: 72 CTAs of 64 tokens split 2; 2 row tiles */
-        {16, 960, 40, 0, 132, 16, 1},     {16, 3072, 576, 0, 132, 16, 3},  /* K = 40: one k-block; gate/up: 144 CTAs split */
-        {32, 3072, 576, 0, 132, 16, 1},                                    /* 288 CTAs split: not */
-        {128, 576, 1152, 0, 132, 16, 3},  {512, 576, 1152, 0, 132, 64, 1, 12}, /* 216 CTAs split; 18 k-blocks: the ring (72 CTAs) */
-        {16, 576, 1416, 0, 132, 16, 4},   {32, 576, 1536, 0, 132, 16, 4},  /* 23 / 24 k-blocks: split 4 (SmolLM2 down) */
-        {64, 576, 1536, 0, 132, 16, 3},   {128, 576, 1536, 0, 132, 32, 2}, /* 144 CTAs at 4; 16 tokens: 144 at 2, 32: 72 at 2 */
-        {512, 576, 1536, 0, 132, 64, 1, 12}, {16, 576, 1408, 1, 132, 16, 3}, /* 144 CTAs at 64 x 2: the ring; SwiGLU holds plain's K */
-        {448, 576, 1536, 0, 132, 64, 2},  {896, 576, 1536, 0, 132, 64, 1, 12}, /* 126 CTAs at 64 x 2; the ring's last one wave */
-        {960, 576, 1536, 0, 132, 0, 0},   {512, 576, 2112, 0, 132, 0, 0},  /* 135 ring CTAs; K past the ring's measured 2048 */
-        {512, 576, 1536, 0, 64, 0, 0},    {512, 3072, 1536, 1, 132, 0, 0}, /* 72 CTAs on 64 SMs; SwiGLU: no ring */
-        {512, 576, 832, 0, 132, 64, 1, 0},                                 /* 13 k-blocks fit one CTA's 64-token slots: no ring */
-        {16, 576, 1416, 1, 132, 16, 4},                                    /* SwiGLU, 23 k-blocks: split */
-        {16, 6144, 4096, 0, 132, 0, 0},   {32, 49152, 576, 0, 132, 0, 0},  /* Llama QKV (split 4: 384 CTAs); LM head */
-        {16, 960, 576, 0, 0, 0, 0},                                        /* no device */
+    struct { int64_t M, nout, K; int sw, n_sm, want, want_f, want_st, want_wg; } cs[] = {
+        {16, 960, 576, 0, 132, 16, 1, 0, 2},    {128, 960, 576, 0, 132, 16, 1, 0, 2}, /* SmolLM2 QKV: 15 and 120 CTAs */
+        {256, 960, 576, 0, 132, 64, 1, 0, 1},   {512, 960, 576, 0, 132, 64, 1, 0, 1}, /* 240 at 16 tokens; 60 / 120 at 64 */
+        {1024, 960, 576, 0, 132, 0, 0, 0, 0},   {64, 3072, 576, 0, 132, 64, 1, 0, 1}, /* 240 at 64, 480 at 32; gate/up 192 at 16, 48 at 64 */
+        {128, 3072, 576, 0, 132, 64, 1, 0, 1},  {256, 3072, 576, 0, 132, 0, 0, 0, 0}, /* 96 at 64; 192 at 64, 384 at 32 */
+        {64, 1536, 576, 1, 132, 32, 1, 0, 1},   {16, 576, 1408, 0, 132, 16, 1, 0, 2}, /* fused gate/up: 48 row tiles of 32; 22 k-blocks fit */
+        {256, 1536, 576, 1, 132, 0, 0, 0, 0},   {128, 1536, 576, 1, 132, 32, 1, 0, 1}, /* SwiGLU as gate/up: 384 / 192 at 32, 192 at 64 */
+        {256, 576, 1536, 0, 132, 64, 2, 0, 1},  {16, 40, 576, 1, 132, 16, 1, 0, 2},   /* down: 72 CTAs of 64 tokens split 2; 2 row tiles */
+        {16, 960, 40, 0, 132, 16, 1, 0, 2},     {16, 3072, 576, 0, 132, 16, 1, 0, 2}, /* K = 40: one k-block; gate/up: 48 CTAs */
+        {32, 3072, 576, 0, 132, 16, 1, 0, 2},                                         /* 96 CTAs */
+        {128, 576, 1152, 0, 132, 16, 1, 0, 2},  {512, 576, 1152, 0, 132, 64, 1, 12, 2}, /* 72 CTAs; 18 k-blocks: the ring (72 CTAs) */
+        {16, 576, 1416, 0, 132, 16, 4, 0, 2},   {32, 576, 1536, 0, 132, 16, 4, 0, 2}, /* 23 / 24 k-blocks: split 4 (SmolLM2 down) */
+        {64, 576, 1536, 0, 132, 16, 3, 0, 2},   {128, 576, 1536, 0, 132, 32, 2, 0, 1}, /* 144 CTAs at 4; 16 tokens: 144 at 2, 32: 72 at 2 */
+        {512, 576, 1536, 0, 132, 64, 1, 12, 2}, {16, 576, 1408, 1, 132, 16, 1, 0, 2}, /* 144 CTAs at 64 x 2: the ring; SwiGLU holds plain's K */
+        {448, 576, 1536, 0, 132, 64, 2, 0, 1},  {896, 576, 1536, 0, 132, 64, 1, 12, 2}, /* 126 CTAs at 64 x 2; the ring's last one wave */
+        {960, 576, 1536, 0, 132, 0, 0, 0, 0},   {512, 576, 2112, 0, 132, 0, 0, 0, 0}, /* 135 ring CTAs; K past the ring's measured 2048 */
+        {512, 576, 1536, 0, 64, 0, 0, 0, 0},    {512, 3072, 1536, 1, 132, 0, 0, 0, 0}, /* 72 CTAs on 64 SMs; SwiGLU: no ring */
+        {512, 576, 832, 0, 132, 64, 1, 0, 1},                                         /* 13 k-blocks fit one CTA's 64-token slots: no ring */
+        {16, 576, 1416, 1, 132, 16, 4, 0, 2},                                         /* SwiGLU, 23 k-blocks: split */
+        {16, 6144, 4096, 0, 132, 0, 0, 0, 0},   {32, 49152, 576, 0, 132, 0, 0, 0, 0}, /* Llama QKV (split 4: 384 CTAs); LM head */
+        {16, 960, 576, 0, 0, 0, 0, 0, 0},                                             /* no device */
     };
     for (const auto &c : cs) {
-        int32_t f = -1, st = -1;
-        const int32_t bt = tinfer_gemm_bf16_tiny_pick(c.M, c.nout, c.K, c.sw, c.n_sm, &f, &st);
-        const bool ok = bt == c.want && f == c.want_f && st == c.want_st;
-        printf("%s tiny pick M=%lld N'=%lld K=%lld%s on %d SMs: %d tokens, split %d, ring %d (want %d, %d, %d)\n", ok ? "ok  " : "FAIL",
-               (long long)c.M, (long long)c.nout, (long long)c.K, c.sw ? " swiglu" : "", c.n_sm, (int)bt, (int)f, (int)st, c.want,
-               c.want_f, c.want_st);
+        int32_t f = -1, st = -1, wg = -1;
+        const int32_t bt = tinfer_gemm_bf16_tiny_pick(c.M, c.nout, c.K, c.sw, c.n_sm, &f, &st, &wg);
+        const bool ok = bt == c.want && f == c.want_f && st == c.want_st && wg == c.want_wg;
+        printf("%s tiny pick M=%lld N'=%lld K=%lld%s on %d SMs: %d tokens, split %d, ring %d, %d warpgroups (want %d, %d, %d, %d)\n",
+               ok ? "ok  " : "FAIL", (long long)c.M, (long long)c.nout, (long long)c.K, c.sw ? " swiglu" : "", c.n_sm, (int)bt,
+               (int)f, (int)st, (int)wg, c.want, c.want_f, c.want_st, c.want_wg);
         if (!ok) g_fail++;
     }
 }
