@@ -314,6 +314,9 @@ static double measure_copy(void) {
 
 /* kernel ids: 0 cuBLAS, 9 cublasLt, 1..7 decode rungs (24: rung 08), 8 / 10 / 23 the read ceiling (PDL / plain / reads before the wait), 25-28 the read ceiling of a grid with room for the next (read_co_kernel), 11 wmma, 12 mma.sync (own tile pick), 13 wgmma,
  * 14..16 mma.sync tile config 0..2 forced, 20 auto (dispatcher), 21/22 auto + SwiGLU / residual */
+/* Rung 06's token tile from its code in a kernel id: 1 / 2 / 3 -> 16 / 32 / 64 (8 << code), 4 -> 48 */
+static int tiny_bt(int code) { return code == 4 ? 48 : 8 << code; }
+
 static const char *kname(int k) {
     switch (k) {
     case 0: return "cublas";
@@ -372,29 +375,29 @@ static const char *kname(int k) {
         snprintf(nb, sizeof nb, "sk%d_k%d", 8 << (k % 10), (k - 300) / 10);
         return nb;
     }
-    if (k >= 1000 && k < 2600) { /* rung 06 with a ring: 1000 + 100 * stages + 10 * split factor + token tile code (8 << code) */
+    if (k >= 1000 && k < 2600) { /* rung 06 with a ring: 1000 + 100 * stages + 10 * split factor + token tile code (tiny_bt) */
         static char nb[32];
-        snprintf(nb, sizeof nb, "tiny%d_k%d_r%d", 8 << (k % 10), (k / 10) % 10, (k - 1000) / 100);
+        snprintf(nb, sizeof nb, "tiny%d_k%d_r%d", tiny_bt(k % 10), (k / 10) % 10, (k - 1000) / 100);
         return nb;
     }
-    if (k >= 5000 && k < 6600) { /* rung 06 with two consumer warpgroups: 5000 + 100 * stages (0: a slot per k-block) + 10 * split + token tile code */
+    if (k >= 5000 && k < 6600) { /* rung 06 with two consumer warpgroups: 5000 + 100 * stages (0: a slot per k-block) + 10 * split + token tile code (tiny_bt) */
         static char nb[32];
-        snprintf(nb, sizeof nb, "tiny%d_k%d_r%d_w2", 8 << (k % 10), (k / 10) % 10, (k - 5000) / 100);
+        snprintf(nb, sizeof nb, "tiny%d_k%d_r%d_w2", tiny_bt(k % 10), (k / 10) % 10, (k - 5000) / 100);
         return nb;
     }
     if (k >= 3000 && k < 4600) { /* rung 06 with a ring, W multicast: 3000 + 100 * stages + 10 * cluster + token tile code */
         static char nb[32];
-        snprintf(nb, sizeof nb, "tiny%d_c%d_r%d", 8 << (k % 10), (k / 10) % 10, (k - 3000) / 100);
+        snprintf(nb, sizeof nb, "tiny%d_c%d_r%d", tiny_bt(k % 10), (k / 10) % 10, (k - 3000) / 100);
         return nb;
     }
-    if (k >= 400 && k < 500) { /* rung 06 forced: 400 + 10 * cluster (0: auto) + token tile code (8 << code: 16, 32, 64) */
+    if (k >= 400 && k < 500) { /* rung 06 forced: 400 + 10 * cluster (0: auto) + token tile code (tiny_bt: 16, 32, 64, 48) */
         static char nb[32];
-        snprintf(nb, sizeof nb, "tiny%d_c%d", 8 << (k % 10), (k - 400) / 10);
+        snprintf(nb, sizeof nb, "tiny%d_c%d", tiny_bt(k % 10), (k - 400) / 10);
         return nb;
     }
-    if (k >= 500 && k < 600) { /* rung 06 split forced: 500 + 10 * split factor + token tile code (8 << code) */
+    if (k >= 500 && k < 600) { /* rung 06 split forced: 500 + 10 * split factor + token tile code (tiny_bt) */
         static char nb[32];
-        snprintf(nb, sizeof nb, "tiny%d_k%d", 8 << (k % 10), (k - 500) / 10);
+        snprintf(nb, sizeof nb, "tiny%d_k%d", tiny_bt(k % 10), (k - 500) / 10);
         return nb;
     }
     if (k >= 100 && k < 130) { /* rung 04 forced: 100 + 10 * tile config + split factor */
@@ -525,23 +528,23 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             else if (k == 42) st = tinfer_gemm_bf16_tc(TINFER_GEMM_BF16_WGMMA_TINY, &a, g_s, &err);
             else if (k >= 400 && k < 500) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
-                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, 8 << (k % 10), (k - 400) / 10, 0, g_s, &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, tiny_bt(k % 10), (k - 400) / 10, 0, g_s, &err);
             }
             else if (k >= 1000 && k < 2600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
-                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_ring(&a, 8 << (k % 10), 1, (k / 10) % 10, (k - 1000) / 100, g_s, &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_ring(&a, tiny_bt(k % 10), 1, (k / 10) % 10, (k - 1000) / 100, g_s, &err);
             }
             else if (k >= 5000 && k < 6600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
-                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_cfg(&a, 8 << (k % 10), 1, (k / 10) % 10, (k - 5000) / 100, 2, g_s, &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_cfg(&a, tiny_bt(k % 10), 1, (k / 10) % 10, (k - 5000) / 100, 2, g_s, &err);
             }
             else if (k >= 3000 && k < 4600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
-                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_ring(&a, 8 << (k % 10), (k / 10) % 10, 1, (k - 3000) / 100, g_s, &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_ring(&a, tiny_bt(k % 10), (k / 10) % 10, 1, (k - 3000) / 100, g_s, &err);
             }
             else if (k >= 500 && k < 600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
-                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, 8 << (k % 10), 1, (k - 500) / 10, g_s, &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny(&a, tiny_bt(k % 10), 1, (k - 500) / 10, g_s, &err);
             }
             else if (k >= 300 && k < 400) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
@@ -1203,6 +1206,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
             {"smol_qkv", 960, 576}, {"smol_o", 576, 576}, {"smol_gateup", 3072, 576}, {"smol_down", 576, 1536}};
         for (const auto &s : ms)
             for (int64_t M : {16, 32, 64, 128, 256, 512, 2048}) {
+                if (s.K > 1024 && M == 512) continue; /* down at 512: below, with the long-K rings */
                 std::vector<int> ks = {0, 9, 20};
                 auto pair = [&](int one, int two) { ks.push_back(one); ks.push_back(two); };
                 for (int c = 1; c <= 3; c++) {
@@ -1212,6 +1216,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                     } else /* 24 k-blocks: split 2 / 3 / 4 */
                         for (int f = 2; f <= 4; f++) pair(500 + 10 * f + c, 5000 + 10 * f + c);
                 }
+                if (s.K <= 1024 && M >= 256) pair(514, 5014); /* 48-token tiles unsplit (O at 512: 99 CTAs) */
                 if (s.K > 1024 && M >= 128) { /* rings, 64-token tiles: split 3 / 2 through 4 stages, unsplit through 6 / 12 */
                     pair(1433, 5433);
                     pair(1423, 5423);
@@ -1221,10 +1226,14 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 bench_shape(rs, "wg2", s.n, M, s.N, s.K, ks);
             }
         /* rings of two warpgroups over long K: SmolLM2 down past the splits that fit (64-token
-         * tiles through 12 / 8 / 6 stages, 32-token through 8 / 6, two CTAs per SM), and
+         * tiles through 12 / 8 / 6 stages, 32-token through 8 / 6, two CTAs per SM; 48-token
+         * tiles, a CTA taking the 14 KB per k-block of cuBLAS's 48-output x 64-token tiles,
+         * through 12 / 10 stages unsplit (99 CTAs at 512 tokens) and 8 / 6 split 2, two CTAs per
+         * SM at 6), and
          * Llama-3-8B QKV / down at 16-64 tokens (one CTA per SM, 12 stages) */
         for (int64_t M : {384, 512, 640, 768, 1024})
-            bench_shape(rs, "wg2", "smol_down", M, 576, 1536, {0, 9, 20, 2213, 6213, 5813, 5613, 5812, 5612});
+            bench_shape(rs, "wg2", "smol_down", M, 576, 1536,
+                        {0, 9, 20, 2213, 6213, 5813, 5613, 5812, 5612, 2214, 6214, 6014, 1824, 5824, 5624});
         for (int64_t M : {16, 32, 64}) {
             const int bt = M == 16 ? 1 : M == 32 ? 2 : 3;
             bench_shape(rs, "wg2", "llama_qkv", M, 6144, 4096, {0, 9, 20, 2210 + bt, 6210 + bt});

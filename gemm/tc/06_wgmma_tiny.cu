@@ -11,7 +11,10 @@
  * form (W is wgmma's 64-row A operand, the tokens its N):
  *  - CTA (row tile w, token tile t): 64 outputs (64 W rows; with SwiGLU 32 outputs: the 32 gate
  *    rows j0.. stacked over the 32 up rows F + j0.., one 64-row operand, so a fused gate/up CTA
- *    carries the bytes and the CTA count of a plain one) x BT = 16, 32 or 64 tokens, over all of K.
+ *    carries the bytes and the CTA count of a plain one) x BT = 16, 32 or 64 tokens, over all of K
+ *    (or 48, plain outputs without multicast: a CTA then takes the 14 KB per k-block of cuBLAS's
+ *    48-output x 64-token tiles on SmolLM2 down at 512 tokens, 99 CTAs where 64 x 64 gives 72;
+ *    gemm/NOTES.md session 11; forced only, not picked until measured).
  *  - Every k-block has its own slot in shared memory (W rows + X box), so nothing is reused: the
  *    producer thread issues every TMA load at once and there are no empty barriers; the consumer
  *    warpgroup waits for each slot's full barrier in turn. One CTA holds up to
@@ -167,7 +170,7 @@ static constexpr int ty_smem_bytes(int kslots, int ksplit, int kb_bytes, int red
 }
 
 template <int BT> struct TyGeo {
-    static_assert(BT == 16 || BT == 32 || BT == 64, "token tile 16, 32 or 64");
+    static_assert(BT == 16 || BT == 32 || BT == 48 || BT == 64, "token tile 16, 32, 48 or 64");
     static constexpr int X_BYTES = BT * TY_BK * 2;
     static constexpr int KB_BYTES = TY_SLAB + X_BYTES; /* one k-block's slot */
     static constexpr int RS = 64 + 4;                  /* scratch floats per token (+4: banks) */
@@ -462,10 +465,12 @@ template <int BT> static ty_geo ty_geo_of() {
     using G = TyGeo<BT>;
     return {BT, G::KB_BYTES, G::RED_BYTES, G::MAX_KB, G::SCR_BYTES};
 }
-static ty_geo ty_geo_get(int32_t bt) { return bt == 16 ? ty_geo_of<16>() : bt == 32 ? ty_geo_of<32>() : ty_geo_of<64>(); }
+static ty_geo ty_geo_get(int32_t bt) {
+    return bt == 16 ? ty_geo_of<16>() : bt == 32 ? ty_geo_of<32>() : bt == 48 ? ty_geo_of<48>() : ty_geo_of<64>();
+}
 
 int64_t tinfer_gemm_bf16_tiny_max_k(int32_t bt) {
-    if (bt != 16 && bt != 32 && bt != 64) return 0;
+    if (bt != 16 && bt != 32 && bt != 48 && bt != 64) return 0;
     return (int64_t)ty_geo_get(bt).max_kb * TY_BK;
 }
 
@@ -588,7 +593,9 @@ static tinfer_status ty_launch_mode(const tinfer_gemm_bf16_args *a, int32_t c, i
                                     int32_t kslots, int32_t wgs, int dev, cudaStream_t s, tinfer_err *err) {
     const bool ring = kslots < kper;
 #define TY_L(MODE, RING, CW) ty_launch<BT, SW, MODE, RING, CW>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
-    if (c > 1) return ring ? TY_L(TY_MCAST, true, 1) : TY_L(TY_MCAST, false, 1); /* one warpgroup only */
+    /* multicast: one warpgroup only; not built for 48-token tiles (the caller refuses it) */
+    if constexpr (BT != 48)
+        if (c > 1) return ring ? TY_L(TY_MCAST, true, 1) : TY_L(TY_MCAST, false, 1);
     if (ksplit > 1) {
         if (wgs == 2) return ring ? TY_L(TY_SPLIT, true, 2) : TY_L(TY_SPLIT, false, 2);
         return ring ? TY_L(TY_SPLIT, true, 1) : TY_L(TY_SPLIT, false, 1);
@@ -646,8 +653,8 @@ tinfer_status tinfer_gemm_bf16_tiny_cfg(const tinfer_gemm_bf16_args *a, int32_t 
     }
     if (bt == 0) /* the pick's tile, or where it declines, 16 tokens while that is one CTA per SM */
         bt = pbt ? pbt : (nout + (a->swiglu ? 31 : 63)) / (a->swiglu ? 32 : 64) * ((a->M + 15) / 16) <= f.n_sm ? 16 : 32;
-    if (bt != 16 && bt != 32 && bt != 64)
-        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: token tile %d (16, 32, 64 or 0 = auto)", (int)bt);
+    if (bt != 16 && bt != 32 && bt != 48 && bt != 64)
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: token tile %d (16, 32, 48, 64 or 0 = auto)", (int)bt);
     const ty_geo g = ty_geo_get(bt);
     if (cluster == 0) cluster = TINFER_GEMM_BF16_TINY_CLUSTER;
     if (cluster != 1 && cluster != 2 && cluster != 4 && cluster != 8)
@@ -689,6 +696,11 @@ tinfer_status tinfer_gemm_bf16_tiny_cfg(const tinfer_gemm_bf16_args *a, int32_t 
 #define TY_GO(BT, SW) ty_launch_mode<BT, SW>(a, cluster, ksplit, kblocks, kper, kslots, wgs, f.device, s, err)
     if (bt == 16) return a->swiglu ? TY_GO(16, true) : TY_GO(16, false);
     if (bt == 32) return a->swiglu ? TY_GO(32, true) : TY_GO(32, false);
+    if (bt == 48) {
+        if (a->swiglu || cluster > 1)
+            return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: 48-token tiles take plain outputs without multicast only");
+        return TY_GO(48, false);
+    }
     return a->swiglu ? TY_GO(64, true) : TY_GO(64, false);
 #undef TY_GO
 }

@@ -125,7 +125,7 @@ static inline cudaError_t tinfer_tc_max_clusters(const void *func, unsigned thre
 }
 
 /* Rung 6 (06_wgmma_tiny.cu, sm_90a): one 64-output tile (32 with SwiGLU) x bt tokens (16, 32 or
- * 64; 0 = the pick's) per CTA, all of its k-blocks in shared memory at once, the W tile multicast over a cluster of
+ * 64; 48 for plain outputs without multicast, not picked; 0 = the pick's) per CTA, all of its k-blocks in shared memory at once, the W tile multicast over a cluster of
  * `cluster` token tiles (1, 2, 4, 8; 0 = TINFER_GEMM_BF16_TINY_CLUSTER), or K split over a
  * cluster of ksplit CTAs (1..8, without multicast; 0 = the smallest that fits). A K that does not
  * fit is TINFER_ERR_UNSUPPORTED. The caller has run tinfer_gemm_bf16_check. */

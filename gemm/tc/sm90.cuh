@@ -138,16 +138,23 @@ static __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t 
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                  : "l"(da), "l"(db), "r"(scale_d));
 }
+static __device__ __forceinline__ void wgmma_m64n48k16(float (&d)[24], uint64_t da, uint64_t db, uint32_t scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %26, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, %24, %25, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+                 : "l"(da), "l"(db), "r"(scale_d));
+}
 
-/* D[64 x N] (+)= A[64 x 16] * B[16 x N] for N = 8 / 16 / 32 / 64, both operands K-major in shared
+/* D[64 x N] (+)= A[64 x 16] * B[16 x N] for N = 8 / 16 / 32 / 48 / 64, both operands K-major in shared
  * memory (descriptors da / db), FP32 accumulators (N / 2 per thread); scale_d = 0 overwrites D.
  * The operand-swapped rungs (05, 06) put 64 weight rows in A and N tokens in B. */
 template <int N>
 static __device__ __forceinline__ void wgmma_m64xn(float (&d)[N / 2], uint64_t da, uint64_t db, uint32_t scale_d) {
-    static_assert(N == 8 || N == 16 || N == 32 || N == 64, "N = 8, 16, 32 or 64");
+    static_assert(N == 8 || N == 16 || N == 32 || N == 48 || N == 64, "N = 8, 16, 32, 48 or 64");
     if constexpr (N == 8) wgmma_m64n8k16(d, da, db, scale_d);
     else if constexpr (N == 16) wgmma_m64n16k16(d, da, db, scale_d);
     else if constexpr (N == 32) wgmma_m64n32k16(d, da, db, scale_d);
+    else if constexpr (N == 48) wgmma_m64n48k16(d, da, db, scale_d);
     else wgmma_m64n64k16(d, da, db, scale_d);
 }
 /* Pin the accumulators in place around async wgmma boundaries: the compiler must not move

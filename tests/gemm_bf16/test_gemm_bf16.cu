@@ -710,6 +710,10 @@ int main(int argc, char **argv) {
                                {'y', 2002164, "tiny64/k2/w2/wstatic", 1}, {'y', 2020164, "tiny64/r2/w2"},
                                {'y', 2042164, "tiny64/k2/r4/w2"}, {'y', 2060132, "tiny32/r6/w2/wstatic", 1},
                                {'y', 2020116, "tiny16/r2/w2"},
+                               /* 48-token tiles (plain outputs, no multicast; SwiGLU cases are
+                                * skipped as unsupported): alone, split, rings, two warpgroups */
+                               {'y', 148, "tiny48/c1"}, {'y', 3148, "tiny48/k3"}, {'y', 30148, "tiny48/r3"},
+                               {'y', 2000148, "tiny48/w2"}, {'y', 2120148, "tiny48/r12/w2", 1}, {'y', 2042148, "tiny48/k2/r4/w2"},
                                /* args.w_static: rungs 02 / 04 issue their first stages' W loads before
                                 * the PDL wait (PDL is on at K <= 2048); rungs 03 / 05 ignore it */
                                {'t', 3, "wgmma/wstatic", 1}, {'w', 144, "wgmma144/wstatic", 1},
