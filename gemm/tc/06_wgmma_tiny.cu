@@ -205,7 +205,7 @@ template <int BT, bool SW, int MODE, bool RING, int CW>
 static __global__ void __launch_bounds__(ty_threads(CW), 1)
     ty_kernel(const __grid_constant__ CUtensorMap map_w, const __grid_constant__ CUtensorMap map_x,
               tinfer_gemm_bf16_args a, int32_t gx, int32_t kblocks, int32_t c_arg, int32_t ksplit_arg, int32_t kper,
-              int32_t kslots, int32_t v16, int32_t early) {
+              int32_t kslots, int32_t v16, int32_t early, int32_t lag) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using G = TyGeo<BT>;
     constexpr int OW = SW ? 32 : 64; /* outputs per row tile */
@@ -357,8 +357,13 @@ static __global__ void __launch_bounds__(ty_threads(CW), 1)
                 /* two warpgroups: each waits for its own k-block and releases its slot at once
                  * (the other one keeps the tensor cores busy meanwhile) */
                 if constexpr (RING && CW == 2) {
-                    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-                    if (threadIdx.x % 128 == 0) mbar_arrive(&empty[s]);
+                    if (lag) { /* keep this k-block's group in flight, release the previous one's slot (rings >= 4) */
+                        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                        if (i >= 2 && threadIdx.x % 128 == 0) mbar_arrive(&empty[(i - 2) % kslots]);
+                    } else {
+                        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                        if (threadIdx.x % 128 == 0) mbar_arrive(&empty[s]);
+                    }
                     continue;
                 }
                 if constexpr (RING) asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
@@ -449,6 +454,7 @@ static __global__ void __launch_bounds__(ty_threads(CW), 1)
     if constexpr (MODE == TY_MCAST) cluster_sync_all();
 #else
     (void)map_w; (void)map_x; (void)a; (void)gx; (void)kblocks; (void)c_arg; (void)ksplit_arg; (void)kslots; (void)v16; (void)early;
+    (void)lag;
     __trap();
 #endif
 }
@@ -558,6 +564,15 @@ int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t s
     return 0;
 }
 
+/* TINFER_GEMM_TINY_WG2_LAG=1: in a ring of >= 4 stages each of two consumer warpgroups keeps one
+ * k-block's wgmmas in flight and releases the slot of its previous one (measurement switch, read
+ * once; anything else: off) */
+static int ty_wg2_lag(void) {
+    static int v = -1;
+    if (v < 0) v = tinfer_gemv_env_int("TINFER_GEMM_TINY_WG2_LAG", 0, 0, 1) == 1; /* a benign race */
+    return v;
+}
+
 template <int BT, bool SW, int MODE, bool RING, int CW>
 static tinfer_status ty_launch(const tinfer_gemm_bf16_args *a, int32_t c, int32_t ksplit, int32_t kblocks, int32_t kper,
                                int32_t kslots, int dev, cudaStream_t s, tinfer_err *err) {
@@ -581,7 +596,8 @@ static tinfer_status ty_launch(const tinfer_gemm_bf16_args *a, int32_t c, int32_
         tinfer_tc_launch_cfg(&lc, attr, dim3((unsigned)(gx * tiles_w * ksplit)), ty_threads(CW), (size_t)G::smem(kslots, ksplit), s,
                              ksplit > 1 ? ksplit : c, pdl);
         TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&lc, ty_kernel<BT, SW, MODE, RING, CW>, mw, mx, *a, (int32_t)gx, kblocks, c, ksplit, kper,
-                                                kslots, (int32_t)tinfer_bf16_epi_v16_ok(*a), (int32_t)(pdl && a->w_static)));
+                                                kslots, (int32_t)tinfer_bf16_epi_v16_ok(*a), (int32_t)(pdl && a->w_static),
+                                                (int32_t)(CW == 2 && RING && kslots >= 4 && ty_wg2_lag())));
         TINFER_CUDA_LAUNCH_CHECK(err, "ty_kernel");
     }
 cleanup:
