@@ -845,7 +845,7 @@ static void tytrace_set(void) {
         {"smol_down", 128, 576, 1536, 64, 1, 4, 0},  {"smol_down", 512, 576, 1536, 64, 1, 1, 12},
         {"smol_down", 512, 576, 1536, 64, 8, 1, 12}, {"smol_down", 512, 576, 1536, 64, 1, 2, 0},
         {"smol_qkv", 512, 960, 576, 32, 1, 1, 0},    {"smol_qkv", 128, 960, 576, 16, 1, 1, 0},
-        {"smol_down", 512, 576, 1536, 64, 1, 3, 4}};
+        {"smol_down", 512, 576, 1536, 64, 1, 3, 4},  {"smol_down", 512, 576, 1536, 48, 1, 1, 12}};
     uint8_t *flush;
     BCK(cudaMalloc(&flush, 512ull << 20));
     for (const auto &t : ts) {
