@@ -377,7 +377,7 @@ static void self_test_compare(void) {
     }
 }
 
-static void bad_args(void) {
+static void bad_args(bool sm90) {
     tinfer_gemm_bf16_args a;
     memset(&a, 0, sizeof a);
     tinfer_err err;
@@ -395,6 +395,27 @@ static void bad_args(void) {
         printf("FAIL bad args: NULL X accepted\n");
         g_fail++;
     }
+    /* rung 06's configuration refusals (sm_90; each refused before any launch): a token tile it
+     * does not have, 48-token tiles with SwiGLU or multicast, two warpgroups over an odd ring or
+     * with multicast, three warpgroups */
+    a.X = a.W; a.K = 256; a.ldx = 256; a.ldw = 256;
+    struct { const char *what; int bt, cl, ks, st, wgs, sw; tinfer_status want; } ys[] = {
+        {"token tile 40", 40, 1, 1, 0, 1, 0, TINFER_ERR_INVALID_ARG},
+        {"48-token tile with SwiGLU", 48, 1, 1, 0, 1, 1, TINFER_ERR_UNSUPPORTED},
+        {"48-token tile with multicast", 48, 2, 0, 0, 1, 0, TINFER_ERR_UNSUPPORTED},
+        {"two warpgroups over a 3-stage ring", 16, 1, 1, 3, 2, 0, TINFER_ERR_INVALID_ARG},
+        {"two warpgroups with multicast", 16, 2, 0, 0, 2, 0, TINFER_ERR_INVALID_ARG},
+        {"three warpgroups", 16, 1, 1, 0, 3, 0, TINFER_ERR_INVALID_ARG},
+    };
+    if (sm90)
+        for (const auto &y : ys) {
+            a.swiglu = y.sw;
+            const tinfer_status st = tinfer_gemm_bf16_tiny_cfg(&a, y.bt, y.cl, y.ks, y.st, y.wgs, 0, &err);
+            printf("%s rung 06 refuses %s%s%s\n", st == y.want ? "ok  " : "FAIL", y.what, st == y.want ? ": " : "",
+                   st == y.want ? err.msg : "");
+            if (st != y.want) g_fail++;
+        }
+    a.swiglu = 0;
 }
 
 /* Argument checks that need no GPU (tinfer_gemm_bf16_check reads only the values): each bad
@@ -640,7 +661,7 @@ int main(int argc, char **argv) {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     self_test_compare();
-    bad_args();
+    bad_args(info.cc_major == 9);
 
     const runner gemv_all[] = {{'v', 1, "gemv01"}, {'v', 2, "gemv02"}, {'v', 3, "gemv03"}, {'v', 4, "gemv04"},
                                {'v', 5, "gemv05"}, {'v', 6, "gemv06"}, {'v', 7, "gemv07"}, {'v', 8, "gemv08"},
