@@ -385,6 +385,11 @@ static const char *kname(int k) {
         snprintf(nb, sizeof nb, "tiny%d_k%d_r%d_w2", tiny_bt(k % 10), (k / 10) % 10, (k - 5000) / 100);
         return nb;
     }
+    if (k >= 7000 && k < 8600) { /* rung 06, two consumer warpgroups, W multicast: 7000 + 100 * stages (0: a slot per k-block) + 10 * cluster + token tile code (tiny_bt) */
+        static char nb[32];
+        snprintf(nb, sizeof nb, "tiny%d_c%d_r%d_w2", tiny_bt(k % 10), (k / 10) % 10, (k - 7000) / 100);
+        return nb;
+    }
     if (k >= 3000 && k < 4600) { /* rung 06 with a ring, W multicast: 3000 + 100 * stages + 10 * cluster + token tile code */
         static char nb[32];
         snprintf(nb, sizeof nb, "tiny%d_c%d_r%d", tiny_bt(k % 10), (k / 10) % 10, (k - 3000) / 100);
@@ -537,6 +542,10 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
             else if (k >= 5000 && k < 6600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_cfg(&a, tiny_bt(k % 10), 1, (k / 10) % 10, (k - 5000) / 100, 2, g_s, &err);
+            }
+            else if (k >= 7000 && k < 8600) {
+                st = tinfer_gemm_bf16_check(&a, "bench", &err);
+                if (st == TINFER_OK) st = tinfer_gemm_bf16_tiny_cfg(&a, tiny_bt(k % 10), (k / 10) % 10, 0, (k - 7000) / 100, 2, g_s, &err);
             }
             else if (k >= 3000 && k < 4600) {
                 st = tinfer_gemm_bf16_check(&a, "bench", &err);
@@ -1233,7 +1242,10 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
          * Llama-3-8B QKV / down at 16-64 tokens (one CTA per SM, 12 stages) */
         for (int64_t M : {384, 512, 640, 768, 1024})
             bench_shape(rs, "wg2", "smol_down", M, 576, 1536,
-                        {0, 9, 20, 2213, 6213, 5813, 5613, 5812, 5612, 2214, 6214, 6014, 1824, 5824, 5624});
+                        {0, 9, 20, 2213, 6213, 5813, 5613, 5812, 5612, 2214, 6214, 6014, 1824, 5824, 5624,
+                         /* the 12-stage rings of two warpgroups with the W box multicast over 2 / 4 / 8
+                          * token tiles (64 tokens), 2 / 4 (48 tokens; clusters round the token tiles up) */
+                         8223, 8243, 8283, 8224, 8244});
         for (int64_t M : {16, 32, 64}) {
             const int bt = M == 16 ? 1 : M == 32 ? 2 : 3;
             bench_shape(rs, "wg2", "llama_qkv", M, 6144, 4096, {0, 9, 20, 2210 + bt, 6210 + bt});

@@ -12,9 +12,10 @@
  *  - CTA (row tile w, token tile t): 64 outputs (64 W rows; with SwiGLU 32 outputs: the 32 gate
  *    rows j0.. stacked over the 32 up rows F + j0.., one 64-row operand, so a fused gate/up CTA
  *    carries the bytes and the CTA count of a plain one) x BT = 16, 32 or 64 tokens, over all of K
- *    (or 48, plain outputs without multicast: a CTA then takes the 14 KB per k-block of cuBLAS's
- *    48-output x 64-token tiles on SmolLM2 down at 512 tokens, 99 CTAs where 64 x 64 gives 72;
- *    gemm/NOTES.md session 11; forced only, not picked until measured).
+ *    (or 48, plain outputs, multicast with two warpgroups only: a CTA then takes the
+ *    14 KB per k-block of cuBLAS's 48-output x 64-token tiles on SmolLM2 down at 512 tokens, 99
+ *    CTAs where 64 x 64 gives 72; gemm/NOTES.md session 11; forced only, not picked until
+ *    measured).
  *  - Every k-block has its own slot in shared memory (W rows + X box), so nothing is reused: the
  *    producer thread issues every TMA load at once and there are no empty barriers; the consumer
  *    warpgroup waits for each slot's full barrier in turn. One CTA holds up to
@@ -41,8 +42,8 @@
  *    its consumers' step (commit, wait for the previous group, release the slot) costs 60-100 ns
  *    more, and the wgmmas' shared-memory reads slow the loads' writes in both (gemm/NOTES.md,
  *    sessions 12-13).
- *  - Two consumer warpgroups (tinfer_gemm_bf16_tiny_cfg, wgs = 2; cluster 1, an even ring or
- *    none): warpgroup g computes k-blocks g, g + 2, .. into its own accumulators; in a ring each
+ *  - Two consumer warpgroups (tinfer_gemm_bf16_tiny_cfg, wgs = 2; an even ring or none):
+ *    warpgroup g computes k-blocks g, g + 2, .. into its own accumulators; in a ring each
  *    waits for its own k-block's wgmmas and releases that slot at once while the other keeps the
  *    tensor cores busy; at the end warpgroup 1 hands its sums to warpgroup 0 through the idle
  *    slots and leaves. A deep ring gains most: SmolLM2 down M = 512, 72 unsplit 64 x 64 CTAs
@@ -58,7 +59,11 @@
  *  - Or (measured slower, off by default): the token tiles of a row tile form a cluster of c CTAs
  *    (c <= 8), rank r loads the W box of k-blocks kb with kb % c == r and multicasts it to all c
  *    CTAs, so the weight tile leaves L2 once per cluster; each CTA loads its own X boxes. Each
- *    slot's barrier expects its W and X bytes, whichever CTA issued them.
+ *    slot's barrier expects its W and X bytes, whichever CTA issued them. With one warpgroup it
+ *    lost wherever measured (sessions 10-11); two warpgroups may multicast too (in a ring each
+ *    releases its slot in every CTA of the cluster; warpgroup 1 meets the closing cluster
+ *    barrier before it leaves; not yet measured), the form of cuBLAS's deep-ring kernels
+ *    (clusters of 8).
  *  - PDL: launch_dependents at the start; with args.w_static the W loads go before
  *    griddepcontrol.wait (the weights are not written by the kernels in flight), X after.
  *  - Epilogue: accumulators to shared memory as [token][row] (the slots are idle by then), each
@@ -355,14 +360,21 @@ static __global__ void __launch_bounds__(ty_threads(CW), 1)
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 /* two warpgroups: each waits for its own k-block and releases its slot at once
-                 * (the other one keeps the tensor cores busy meanwhile) */
+                 * (the other one keeps the tensor cores busy meanwhile); with multicast, in every
+                 * CTA of the cluster (thread r of the warpgroup arrives on rank r's barrier) */
                 if constexpr (RING && CW == 2) {
+                    const int32_t ct = threadIdx.x % 128;
+                    auto release = [&](int32_t slot) {
+                        if constexpr (MODE == TY_MCAST) {
+                            if (ct < c) mbar_arrive_remote(cluster_map(&empty[slot], (uint32_t)ct));
+                        } else if (ct == 0) mbar_arrive(&empty[slot]);
+                    };
                     if (lag) { /* keep this k-block's group in flight, release the previous one's slot (rings >= 4) */
                         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                        if (i >= 2 && threadIdx.x % 128 == 0) mbar_arrive(&empty[(i - 2) % kslots]);
+                        if (i >= 2) release((i - 2) % kslots);
                     } else {
                         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-                        if (threadIdx.x % 128 == 0) mbar_arrive(&empty[s]);
+                        release(s);
                     }
                     continue;
                 }
@@ -393,7 +405,10 @@ static __global__ void __launch_bounds__(ty_threads(CW), 1)
                 for (int j = 0; j < BT / 2; j++) xch[j * 128 + ct] = d[j];
             }
             asm volatile("bar.sync 2, 256;" ::: "memory");
-            if (wg == 1) return;
+            if (wg == 1) { /* with multicast it still meets the cluster's closing barrier */
+                if constexpr (MODE == TY_MCAST) cluster_sync_all();
+                return;
+            }
 #pragma unroll
             for (int j = 0; j < BT / 2; j++) d[j] += xch[j * 128 + ct];
             asm volatile("bar.sync 1, 128;" ::: "memory"); /* the exchange area becomes the scratch */
@@ -609,9 +624,13 @@ static tinfer_status ty_launch_mode(const tinfer_gemm_bf16_args *a, int32_t c, i
                                     int32_t kslots, int32_t wgs, int dev, cudaStream_t s, tinfer_err *err) {
     const bool ring = kslots < kper;
 #define TY_L(MODE, RING, CW) ty_launch<BT, SW, MODE, RING, CW>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
-    /* multicast: one warpgroup only; not built for 48-token tiles (the caller refuses it) */
-    if constexpr (BT != 48)
-        if (c > 1) return ring ? TY_L(TY_MCAST, true, 1) : TY_L(TY_MCAST, false, 1);
+    /* multicast: one warpgroup not built for 48-token tiles (the caller refuses it) */
+    if (c > 1) {
+        if (wgs == 2) return ring ? TY_L(TY_MCAST, true, 2) : TY_L(TY_MCAST, false, 2);
+        if constexpr (BT == 48)
+            return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: 48-token tiles multicast with two warpgroups only");
+        else return ring ? TY_L(TY_MCAST, true, 1) : TY_L(TY_MCAST, false, 1);
+    }
     if (ksplit > 1) {
         if (wgs == 2) return ring ? TY_L(TY_SPLIT, true, 2) : TY_L(TY_SPLIT, false, 2);
         return ring ? TY_L(TY_SPLIT, true, 1) : TY_L(TY_SPLIT, false, 1);
@@ -703,18 +722,18 @@ tinfer_status tinfer_gemm_bf16_tiny_cfg(const tinfer_gemm_bf16_args *a, int32_t 
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: K=%lld split %d does not fit (%d k-blocks per CTA at most)",
                               (long long)a->K, (int)ksplit, g.max_kb);
     if (wgs == 0) { /* the switch, else the pick's where the call took the pick's tile, split and
-                     * ring, else the default; two only without multicast and with an even ring (or none) */
+                     * ring, else the default; the default is one with multicast, two only with an even
+                     * ring (or none) */
         const bool as_picked = auto_tile && pbt && bt == pbt && ksplit == pf && (kslots < kper ? kslots : 0) == pst;
         wgs = ty_env_wgs() ? ty_env_wgs() : as_picked ? pwg : TINFER_GEMM_BF16_TINY_WG;
         if (cluster != 1 || (kslots < kper && kslots % 2)) wgs = 1;
-    } else if (wgs == 2 && cluster > 1)
-        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 tiny: two consumer warpgroups without multicast only");
+    }
 #define TY_GO(BT, SW) ty_launch_mode<BT, SW>(a, cluster, ksplit, kblocks, kper, kslots, wgs, f.device, s, err)
     if (bt == 16) return a->swiglu ? TY_GO(16, true) : TY_GO(16, false);
     if (bt == 32) return a->swiglu ? TY_GO(32, true) : TY_GO(32, false);
     if (bt == 48) {
-        if (a->swiglu || cluster > 1)
-            return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: 48-token tiles take plain outputs without multicast only");
+        if (a->swiglu || (cluster > 1 && wgs != 2))
+            return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: 48-token tiles take plain outputs, multicast with two warpgroups only");
         return TY_GO(48, false);
     }
     return a->swiglu ? TY_GO(64, true) : TY_GO(64, false);

@@ -125,8 +125,8 @@ static inline cudaError_t tinfer_tc_max_clusters(const void *func, unsigned thre
 }
 
 /* Rung 6 (06_wgmma_tiny.cu, sm_90a): one 64-output tile (32 with SwiGLU) x bt tokens (16, 32 or
- * 64; 48 for plain outputs without multicast, not picked; 0 = the pick's) per CTA, all of its
- * k-blocks in shared memory at once, the W tile multicast over a cluster of `cluster` token tiles
+ * 64; 48 for plain outputs, multicast with two warpgroups only, not picked; 0 = the pick's) per
+ * CTA, all of its k-blocks in shared memory at once, the W tile multicast over a cluster of `cluster` token tiles
  * (1, 2, 4, 8; 0 = TINFER_GEMM_BF16_TINY_CLUSTER), or K split over a cluster of ksplit CTAs
  * (1..8, without multicast; 0 = the smallest that fits). A K that does not fit is
  * TINFER_ERR_UNSUPPORTED. The caller has run tinfer_gemm_bf16_check. */
@@ -141,8 +141,8 @@ tinfer_status tinfer_gemm_bf16_tiny_ring(const tinfer_gemm_bf16_args *a, int32_t
 /* Rung 6 with wgs consumer warpgroups (1 or 2; 0 = the switch TINFER_GEMM_TINY_WG, else the
  * pick's where bt is 0 and the call takes the pick's tile, split and ring, else
  * TINFER_GEMM_BF16_TINY_WG; one where two do not apply): with two, warpgroup g computes k-blocks
- * g, g + 2, .. into its own accumulators and the two are added before the epilogue. Two warpgroups need cluster 1
- * and an even ring (or none). Otherwise as tinfer_gemm_bf16_tiny_ring. */
+ * g, g + 2, .. into its own accumulators and the two are added before the epilogue. Two warpgroups
+ * need an even ring (or none). Otherwise as tinfer_gemm_bf16_tiny_ring. */
 tinfer_status tinfer_gemm_bf16_tiny_cfg(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit,
                                         int32_t stages, int32_t wgs, cudaStream_t s, tinfer_err *err);
 /* The longest K one rung-6 CTA holds with bt-token tiles (0 for a bt other than 16, 32, 48, 64). */

@@ -396,15 +396,15 @@ static void bad_args(bool sm90) {
         g_fail++;
     }
     /* rung 06's configuration refusals (sm_90; each refused before any launch): a token tile it
-     * does not have, 48-token tiles with SwiGLU or multicast, two warpgroups over an odd ring or
-     * with multicast, three warpgroups */
+     * does not have, 48-token tiles with SwiGLU or with one warpgroup and multicast, two
+     * warpgroups over an odd ring, three warpgroups */
     a.X = a.W; a.K = 256; a.ldx = 256; a.ldw = 256;
     struct { const char *what; int bt, cl, ks, st, wgs, sw; tinfer_status want; } ys[] = {
         {"token tile 40", 40, 1, 1, 0, 1, 0, TINFER_ERR_INVALID_ARG},
         {"48-token tile with SwiGLU", 48, 1, 1, 0, 1, 1, TINFER_ERR_UNSUPPORTED},
-        {"48-token tile with multicast", 48, 2, 0, 0, 1, 0, TINFER_ERR_UNSUPPORTED},
+        {"48-token tile with one warpgroup and multicast", 48, 2, 0, 0, 1, 0, TINFER_ERR_UNSUPPORTED},
         {"two warpgroups over a 3-stage ring", 16, 1, 1, 3, 2, 0, TINFER_ERR_INVALID_ARG},
-        {"two warpgroups with multicast", 16, 2, 0, 0, 2, 0, TINFER_ERR_INVALID_ARG},
+        {"two warpgroups over a 3-stage ring with multicast", 16, 2, 0, 3, 2, 0, TINFER_ERR_INVALID_ARG},
         {"three warpgroups", 16, 1, 1, 0, 3, 0, TINFER_ERR_INVALID_ARG},
     };
     if (sm90)
@@ -735,6 +735,10 @@ int main(int argc, char **argv) {
                                 * skipped as unsupported): alone, split, rings, two warpgroups */
                                {'y', 148, "tiny48/c1"}, {'y', 3148, "tiny48/k3"}, {'y', 30148, "tiny48/r3"},
                                {'y', 2000148, "tiny48/w2"}, {'y', 2120148, "tiny48/r12/w2", 1}, {'y', 2042148, "tiny48/k2/r4/w2"},
+                               /* two warpgroups with the W box multicast: a slot per k-block, rings
+                                * (each warpgroup releases its slot in every CTA of the cluster) */
+                               {'y', 2000216, "tiny16/c2/w2"}, {'y', 2020264, "tiny64/c2/r2/w2"},
+                               {'y', 2040448, "tiny48/c4/r4/w2"}, {'y', 2120832, "tiny32/c8/r12/w2", 1},
                                /* args.w_static: rungs 02 / 04 issue their first stages' W loads before
                                 * the PDL wait (PDL is on at K <= 2048); rungs 03 / 05 ignore it */
                                {'t', 3, "wgmma/wstatic", 1}, {'w', 144, "wgmma144/wstatic", 1},
