@@ -624,7 +624,7 @@ static tinfer_status ty_launch_mode(const tinfer_gemm_bf16_args *a, int32_t c, i
                                     int32_t kslots, int32_t wgs, int dev, cudaStream_t s, tinfer_err *err) {
     const bool ring = kslots < kper;
 #define TY_L(MODE, RING, CW) ty_launch<BT, SW, MODE, RING, CW>(a, c, ksplit, kblocks, kper, kslots, dev, s, err)
-    /* multicast: one warpgroup not built for 48-token tiles (the caller refuses it) */
+    /* multicast: one warpgroup not built for 48-token tiles */
     if (c > 1) {
         if (wgs == 2) return ring ? TY_L(TY_MCAST, true, 2) : TY_L(TY_MCAST, false, 2);
         if constexpr (BT == 48)
@@ -725,15 +725,15 @@ tinfer_status tinfer_gemm_bf16_tiny_cfg(const tinfer_gemm_bf16_args *a, int32_t 
                      * ring, else the default; the default is one with multicast, two only with an even
                      * ring (or none) */
         const bool as_picked = auto_tile && pbt && bt == pbt && ksplit == pf && (kslots < kper ? kslots : 0) == pst;
-        wgs = ty_env_wgs() ? ty_env_wgs() : as_picked ? pwg : TINFER_GEMM_BF16_TINY_WG;
+        const int32_t env = ty_env_wgs();
+        wgs = env ? env : as_picked ? pwg : TINFER_GEMM_BF16_TINY_WG;
         if (cluster != 1 || (kslots < kper && kslots % 2)) wgs = 1;
     }
 #define TY_GO(BT, SW) ty_launch_mode<BT, SW>(a, cluster, ksplit, kblocks, kper, kslots, wgs, f.device, s, err)
     if (bt == 16) return a->swiglu ? TY_GO(16, true) : TY_GO(16, false);
     if (bt == 32) return a->swiglu ? TY_GO(32, true) : TY_GO(32, false);
-    if (bt == 48) {
-        if (a->swiglu || (cluster > 1 && wgs != 2))
-            return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: 48-token tiles take plain outputs, multicast with two warpgroups only");
+    if (bt == 48) { /* multicast with one warpgroup: refused by ty_launch_mode */
+        if (a->swiglu) return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 tiny: 48-token tiles take plain outputs only");
         return TY_GO(48, false);
     }
     return a->swiglu ? TY_GO(64, true) : TY_GO(64, false);
