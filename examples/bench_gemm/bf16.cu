@@ -10,8 +10,8 @@
  * cuBLAS, and the fused SwiGLU / residual epilogues through "auto"; at M = 1 also the read
  * ceiling of the weight, "read_pdl" / "read": a kernel that only reads its bytes, and "read_early":
  * the same with every read before the PDL wait; "read_coP_G": G blocks per SM, launch_dependents
- * first and P batches of loads before the wait, so the next grid fits beside it), ladder (decode rungs 01..07
- * at M = 1 and 8), prefill (the model shapes at M = 32..2048: "auto", rung 02 with its own tile
+ * first and P batches of loads before the wait, so the next grid fits beside it), ladder (decode rungs 01..09
+ * at M = 1 and 8, rung 08 on short rows only, with the dispatcher and both references), prefill (the model shapes at M = 32..2048: "auto", rung 02 with its own tile
  * pick and with each tile config forced, wgmma, cuBLAS, fused epilogues through "auto"; not part
  * of all), splitk (the split-K rung 04: Llama-3-8B QKV / down and the SmolLM2 shapes at M = 32..2048,
  * "auto", rung 04's own pick and each tile config x split factor forced, rung 02, wgmma, cuBLAS
@@ -38,7 +38,8 @@
  * The copy ceiling is a 2 GiB device-to-device cudaMemcpyAsync, counting read + write bytes.
  * --only SHAPE:M[,SHAPE:M...] restricts a set to those shapes at those M (e.g. for a profiler).
  * --graph times CUDA-graph replays of each batch (device time, no per-launch host cost; the
- * JSON says which: "timing": "graph" or "stream"); --w-static sets args.w_static on every call
+ * JSON says which: "timing": "graph" or "stream"; it also records the GPU, driver, date and
+ * set); --w-static sets args.w_static on every call
  * (W not written by work in flight, as for model weights; JSON "w_static"); set wgmma: rung 03's tile configurations (128 x 128, 128 x 256, ping-pong 128 x 128) forced.
  * Output: a table on stdout, JSON records (--json), and two PNG charts (--png PREFIX:
  * PREFIX_tflops.png TFLOP/s vs M, PREFIX_gbs.png GB/s vs M, ours vs cuBLAS).
@@ -627,14 +628,25 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
     if (use_lt) lt_plan_free(&lt);
 }
 
-static void write_json(const char *path, const std::vector<rec> &rs, const char *gpu) {
+/* The run's provenance goes with its records: GPU, SMs, compute capability, driver, UTC date,
+ * the copy rate the GB/s figures are measured against, the timing mode and the set run. */
+static void write_json(const char *path, const std::vector<rec> &rs, const cudaDeviceProp &prop, const char *set) {
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "error: cannot write %s\n", path);
         return;
     }
-    fprintf(f, "{\n  \"gpu\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"timing\": \"%s\",\n  \"w_static\": %s,\n  \"records\": [\n", gpu,
-            g_copy_gbs, g_graph ? "graph" : "stream", g_w_static ? "true" : "false");
+    int drv = 0;
+    if (cudaDriverGetVersion(&drv) != cudaSuccess) drv = 0;
+    char date[32] = "unknown";
+    const time_t now = time(NULL);
+    struct tm tmv;
+    if (gmtime_r(&now, &tmv)) strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    fprintf(f,
+            "{\n  \"gpu\": \"%s\",\n  \"n_sm\": %d,\n  \"sm\": %d%d,\n  \"cuda_driver\": %d,\n  \"date\": \"%s\",\n"
+            "  \"set\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"timing\": \"%s\",\n  \"w_static\": %s,\n  \"records\": [\n",
+            prop.name, prop.multiProcessorCount, prop.major, prop.minor, drv, date, set, g_copy_gbs, g_graph ? "graph" : "stream",
+            g_w_static ? "true" : "false");
     for (size_t i = 0; i < rs.size(); i++) {
         const rec &r = rs[i];
         fprintf(f,
@@ -1018,8 +1030,10 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
             {"llama_qkv", 6144, 4096}, {"llama_down", 4096, 14336}, {"smol_lmhead", 49152, 576}, {"smol_o", 576, 576}};
         for (const auto &s : ls)
             for (int64_t M : {1, 8}) {
-                std::vector<int> ks = {0, 1, 2, 3, 4, 5, 6, 7};
+                std::vector<int> ks = {0, 9, 1, 2, 3, 4, 5, 6, 7};
                 if (s.K <= 1024) ks.push_back(24); /* rung 08: short rows only (else it runs 04) */
+                ks.push_back(29);                  /* rung 09 */
+                ks.push_back(20);                  /* the dispatcher */
                 bench_shape(rs, "ladder", s.n, M, s.N, s.K, ks);
             }
     }
@@ -1294,7 +1308,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
                 bench_shape(rs, "wsplit", s.n, M, s.N, s.K, ks);
             }
     }
-    if (json) write_json(json, rs, prop.name);
+    if (json) write_json(json, rs, prop, set);
     if (png) write_charts(png, rs);
     cublasDestroy(g_cublas);
     cublasLtDestroy(g_lt);
