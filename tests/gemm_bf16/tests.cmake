@@ -27,3 +27,10 @@ if(TINFER_HAVE_CUDA)
   add_test(NAME gemv_pdl COMMAND test-gemv-pdl)
   set_tests_properties(gemv_pdl PROPERTIES LABELS gpu SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 endif()
+
+# The generated BF16 tables (gemm/bench_bf16/TABLE.md) match the committed sweeps: runs anywhere.
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME bf16_table COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_table.py ${PROJECT_SOURCE_DIR})
+  set_tests_properties(bf16_table PROPERTIES LABELS unit)
+endif()

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""check_table.py — gemm/bench_bf16/TABLE.md is what scripts/bf16-table.py makes of the committed
+JSON files (so a refreshed sweep cannot land with a stale table), and the script refuses a
+directory without sweeps with a one-line error and a non-zero status.
+
+usage: check_table.py REPO_ROOT
+The "committed YYYY-MM-DD" provenance comes from git and depends on the checkout (a shallow or
+exported tree has none), so it is left out of the comparison.
+"""
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def strip(text):
+    return re.sub(r", committed \d{4}-\d{2}-\d{2}", "", text)
+
+
+def main(root):
+    gen = subprocess.run([sys.executable, f"{root}/scripts/bf16-table.py", "gemm/bench_bf16"], cwd=root,
+                         capture_output=True, text=True, timeout=120)
+    if gen.returncode != 0:
+        print(f"FAIL: bf16-table.py exited {gen.returncode}: {gen.stderr.strip()}")
+        return 1
+    with open(f"{root}/gemm/bench_bf16/TABLE.md") as f:
+        committed = f.read()
+    if strip(gen.stdout) != strip(committed):
+        a, b = strip(gen.stdout).splitlines(), strip(committed).splitlines()
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                c = next(j for j in range(min(len(x), len(y)) + 1) if j >= min(len(x), len(y)) or x[j] != y[j])
+                c0 = max(0, c - 40)
+                print(f"FAIL: TABLE.md line {i + 1}, column {c + 1}, differs from the regenerated table:\n"
+                      f"  committed: ...{y[c0:c0 + 100]}\n  generated: ...{x[c0:c0 + 100]}")
+                break
+        else:
+            print(f"FAIL: TABLE.md has {len(b)} lines, the regenerated table {len(a)}")
+        print("  regenerate: scripts/bf16-table.py gemm/bench_bf16 > gemm/bench_bf16/TABLE.md")
+        return 1
+    for needle in ("### Prefill rungs", "### Decode rungs", "stream timing (ours", "graph timing (ours"):
+        if needle not in gen.stdout:
+            print(f"FAIL: the regenerated table lacks its '{needle}' section")
+            return 1
+    with tempfile.TemporaryDirectory() as empty:
+        bad = subprocess.run([sys.executable, f"{root}/scripts/bf16-table.py", empty], cwd=root,
+                             capture_output=True, text=True, timeout=60)
+        lines = bad.stderr.strip().splitlines()
+        if bad.returncode == 0 or len(lines) != 1 or not lines[0].startswith("error:"):
+            print(f"FAIL: a directory without sweeps gave status {bad.returncode}, stderr {bad.stderr!r}")
+            return 1
+    print("PASS: TABLE.md matches the committed sweeps; an empty directory is refused")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))
