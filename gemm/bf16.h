@@ -22,8 +22,10 @@
  *   decode GEMV  gemm/decode/0{1..5,7..9}_*.cu (06 lives in 05's file) — M = 1..16 per pass (07: up to 64);
  *                larger M loops over passes
  *   prefill      gemm/tc/01_wmma.cu, gemm/tc/02_mma_sync.cu (rung 02, and rung 04: its split-K over a
- *                cluster, sm_90), gemm/tc/03_wgmma_ws.cu (sm_90a only; 128 x 256 or 128 x 128 tiles),
- *                gemm/tc/05_wgmma_skinny.cu (sm_90a only; W rows x 8..64 tokens, operands swapped)
+ *                cluster, sm_90), gemm/tc/03_wgmma_ws.cu (sm_90a only; 128 x 256 .. 128 x 72 tiles),
+ *                gemm/tc/05_wgmma_skinny.cu (sm_90a only; W rows x 8..64 tokens, operands swapped),
+ *                gemm/tc/06_wgmma_tiny.cu (sm_90a only; one 64-output tile per CTA, small weights)
+ *   overviews    gemm/tc/README.md, gemm/decode/README.md; tables gemm/bench_bf16/TABLE.md
  *   dispatch     gemm/tc/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K).
  * Every call is asynchronous on the given stream (never the default stream unless passed),
  * allocates nothing and never synchronises (except under TINFER_CUDA_SYNC_DEBUG=1).
