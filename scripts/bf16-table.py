@@ -33,7 +33,7 @@ DECODE = [
     ("gemv08_stream", "08", "04 on a persistent grid, the next tile's weight in flight (K <= 1024)"),
     ("gemv09_bulk", "09", "a TMA-fed ring; one block per SM owns its output columns whole"),
 ]
-REFS = ("cublas", "cublaslt")
+REFS = {"cublas": "cuBLAS", "cublaslt": "cublasLt"}  # kernel name -> label
 SHAPES = [  # model set shapes in the order of the issue
     ("smol_qkv", "SmolLM2 QKV 960x576"), ("smol_o", "SmolLM2 O 576x576"),
     ("smol_gateup", "SmolLM2 gate/up 3072x576"), ("smol_down", "SmolLM2 down 576x1536"),
@@ -68,10 +68,9 @@ def provenance(doc, name, path):
     if doc.get("cuda_driver"):
         d = doc["cuda_driver"]
         bits.append(f"CUDA driver {d // 1000}.{d % 1000 // 10}")
-    if doc.get("date"):
-        bits.append(doc["date"])
-    elif committed(path):
-        bits.append(f"committed {committed(path)}")
+    date = doc.get("date") or committed(path)
+    if date:
+        bits.append(date if doc.get("date") else f"committed {date}")
     bits.append(f"copy {doc['copy_gbs']:.0f} GB/s")
     bits.append(f"{doc.get('timing', 'stream')} timing")
     if doc.get("w_static"):
@@ -99,14 +98,13 @@ def square_table(doc, path, out):
     out.append(provenance(doc, "bench_square.json", path) + "\n")
     out.append("| rung | technique | " + " | ".join(str(s) for s in sizes) + " |")
     out.append("|---|---|" + "---|" * len(sizes))
-    for kern, rung, tech in PREFILL + [(k, "ref", k) for k in REFS]:
+    for kern, rung, label in PREFILL + [(k, "ref", v) for k, v in REFS.items()]:
         cells = []
         for s in sizes:
             r = idx.get(("square", kern, s, s, s))
             ref = best_ref(idx, "square", s, s, s)
             cells.append("—" if r is None else f"{r['tflops']:.0f} ({100 * ref / r['us']:.0f}%){flag(r)}")
         if any(c != "—" for c in cells):
-            label = "cuBLAS" if kern == "cublas" else "cublasLt" if kern == "cublaslt" else tech
             out.append(f"| {rung} | {label} | " + " | ".join(cells) + " |")
     out.append("")
 
@@ -122,8 +120,7 @@ def ladder_table(doc, path, out):
     out.append(provenance(doc, "bench_ladder.json", path) + "\n")
     out.append("| rung | technique | " + " | ".join(f"{s} {N}x{K} M={M}" for s, M, N, K in cols) + " |")
     out.append("|---|---|" + "---|" * len(cols))
-    rows = DECODE + [("auto", "dispatch", "the dispatcher's pick"), ("cublas", "ref", "cuBLAS"),
-                     ("cublaslt", "ref", "cublasLt")]
+    rows = DECODE + [("auto", "dispatch", "the dispatcher's pick")] + [(k, "ref", v) for k, v in REFS.items()]
     for kern, rung, tech in rows:
         cells = []
         for s, M, N, K in cols:
@@ -136,6 +133,7 @@ def ladder_table(doc, path, out):
 
 def model_table(doc, name, path, out):
     idx = index(doc)
+    auto = {(r["shape"], r["M"]): r for r in doc["records"] if r["kernel"] == "auto"}
     ms = sorted({r["M"] for r in doc["records"]})
     out.append(f"### The dispatcher on the model shapes, {doc.get('timing', 'stream')} timing "
                "(ours / the faster reference, us; speed ratio)\n")
@@ -145,11 +143,10 @@ def model_table(doc, name, path, out):
     for shape, label in SHAPES:
         cells = []
         for m in ms:
-            hit = [r for r in doc["records"] if r["shape"] == shape and r["kernel"] == "auto" and r["M"] == m]
-            if not hit:
+            r = auto.get((shape, m))
+            if r is None:
                 cells.append("—")
                 continue
-            r = hit[0]
             ref = best_ref(idx, shape, m, r["N"], r["K"])
             cells.append("—" if ref is None else f"{r['us']:.2f} / {ref:.2f} ({100 * ref / r['us']:.0f}%){flag(r)}")
         if any(c != "—" for c in cells):

@@ -7,6 +7,7 @@ usage: check_table.py REPO_ROOT
 The "committed YYYY-MM-DD" provenance comes from git and depends on the checkout (a shallow or
 exported tree has none), so it is left out of the comparison.
 """
+import os
 import re
 import subprocess
 import sys
@@ -29,7 +30,7 @@ def main(root):
         a, b = strip(gen.stdout).splitlines(), strip(committed).splitlines()
         for i, (x, y) in enumerate(zip(a, b)):
             if x != y:
-                c = next(j for j in range(min(len(x), len(y)) + 1) if j >= min(len(x), len(y)) or x[j] != y[j])
+                c = len(os.path.commonprefix([x, y]))
                 c0 = max(0, c - 40)
                 print(f"FAIL: TABLE.md line {i + 1}, column {c + 1}, differs from the regenerated table:\n"
                       f"  committed: ...{y[c0:c0 + 100]}\n  generated: ...{x[c0:c0 + 100]}")
