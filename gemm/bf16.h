@@ -37,6 +37,7 @@
 #include "runtime/error.h"
 
 #include <cuda_runtime.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -395,6 +396,27 @@ tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer_gemm_bf16_
 
 /* Which path AUTO takes for this shape on the current device (for tests and benches). */
 tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K);
+
+/* The route tinfer_gemm_bf16 takes for a call: its path and the rung on that path, and where the
+ * rung is prefill rung 06, the tile its pick takes. */
+typedef struct tinfer_gemm_bf16_route {
+    tinfer_gemm_bf16_path path; /* GEMV or GEMM (AUTO resolved) */
+    int32_t rung;               /* a tinfer_gemv_bf16_kernel on the GEMV path, a tinfer_gemm_bf16_kernel on GEMM */
+    /* rung 06's pick: token tile (16 / 32 / 64), split-K factor, ring stages (0: a slot per
+     * k-block), consumer warpgroups; all 0 on other rungs, or where the rung was forced on a shape
+     * its pick does not take */
+    int32_t tiny_bt, tiny_split, tiny_stages, tiny_wgs;
+} tinfer_gemm_bf16_route;
+
+/* The route of a call with these arguments and path argument on a device of compute capability
+ * cc_major with n_sm SMs (0, 0: no device): the rules in gemm/tc/dispatch.cu, TINFER_GEMM_FORCE
+ * applied as tinfer_gemm_bf16 applies it. Host arithmetic, no device call, no argument check:
+ * tinfer_gemm_bf16 runs exactly this route on the current device. */
+tinfer_gemm_bf16_route tinfer_gemm_bf16_route_for(const tinfer_gemm_bf16_args *a, tinfer_gemm_bf16_path path,
+                                                  int cc_major, int n_sm);
+/* A short name of a route ("gemv 08", "gemm 03", "gemm 06 t16 k/4 wg2", "gemm 06 t64 ring12 wg2")
+ * written into buf (n bytes, truncated to fit); returns buf. */
+const char *tinfer_gemm_bf16_route_name(const tinfer_gemm_bf16_route *r, char *buf, size_t n);
 
 /* Which decode rung the GEMV path runs for these arguments on a device of compute capability
  * cc_major with n_sm SMs (host arithmetic, no device call; for tests and benches). */

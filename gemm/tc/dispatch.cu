@@ -1,38 +1,44 @@
 /*
  * dispatch.cu — the BF16 GEMM entry points: the shared argument check, the prefill family's
  * entry (tinfer_gemm_bf16_tc) and the one call the runtime makes (tinfer_gemm_bf16), which
- * picks the decode GEMV or the prefill GEMM from the shape.
+ * routes a call by its shape to a decode GEMV rung or a prefill GEMM rung.
  *
- * Rule: M <= TINFER_GEMM_BF16_GEMV_MAX_M -> the decode GEMV; else on sm_90, where rung 06 (one
- * 64-output tile per CTA, tinfer_gemm_bf16_tiny_pick) takes the shape, the GEMM path with it;
- * else M <= TINFER_GEMM_BF16_SMALL_W_MAX_M with at most
- * TINFER_GEMM_BF16_SMALL_W_TRAFFIC bytes of weight read over the GEMV's 16-token passes (bf16.h)
- * -> the decode GEMV (rung 05, split-K mma fed by
- * cp.async; rung 09 (TMA-fed, one block per SM) for TINFER_GEMV_BF16_BULK_MIN_M.._MAX_M tokens on
- * long rows of few columns; rung 06 for K >= TINFER_GEMV_BF16_CLUSTER_MIN_K, rung 08 (rung 04 on a persistent grid)
- * for short rows, K <= TINFER_GEMV_BF16_SHORT_K, up to TINFER_GEMV_BF16_STREAM_MAX_M tokens, or up
- * to TINFER_GEMV_BF16_STREAM_PASS_MAX_M tokens while the weight re-read per 16-token pass stays
- * within TINFER_GEMV_BF16_STREAM_PASS_TRAFFIC, and for short wide weights on a forced GEMV path;
- * every call rung 08 takes goes to the GEMV path);
- * otherwise the GEMM path: on sm_90, rung 06 where it takes the shape, rung 05 (wgmma with the
- * operands swapped) for M <= TINFER_GEMM_BF16_SKINNY_MAX_M and weights of at least
- * TINFER_GEMM_BF16_SKINNY_MIN_W bytes, else the split-K mma.sync kernel (rung 04: rung 02's small tiles with K split
- * over a thread-block cluster, its own split pick) when the wgmma kernel's 128 x 256 tiles would
- * fill under a quarter of the SMs (TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV) and K is short
- * (TINFER_GEMM_BF16_SPLIT_MAX_K) and there are at most TINFER_GEMM_BF16_SPLIT_MAX_TILES of them
- * (more go to rung 03's own split) and rung 03 would not take them unsplit in 128 x 72 tiles
- * (TINFER_GEMM_BF16_WGMMA_72_MIN_M), else the
- * wgmma kernel (rung 03, which picks its own tile width and, for few tiles and long K, its split-K
- * factor); the WMMA kernel off sm_90. The thresholds come from the
- * sweeps recorded in gemm/NOTES.md. Debug switch (documented, read once): TINFER_GEMM_FORCE=
- * gemv|gemm forces the path for AUTO calls, =mma|split|wgmma|skinny|tiny|wmma the GEMM path with that rung; an
- * explicit path argument overrides the path (the rung switch still applies to the GEMM path).
+ * The route (tinfer_gemm_bf16_route_for: host arithmetic on the device's compute capability and
+ * SM count, the same function the launch uses; every constant is in bf16.h with the sweep that
+ * chose it; gemm/bench_bf16/ROUTES.md lists the route of every model shape on an H200).
+ *
+ * Step 1, the path of an AUTO call; the first rule that holds:
+ *   1. M <= GEMV_MAX_M (8)                                       -> GEMV
+ *   2. sm_90 and rung 06's pick takes the shape (N counted as plain outputs)     -> GEMM
+ *   3. K <= SHORT_K (1024), and M <= STREAM_MAX_M (16) or M <= STREAM_PASS_MAX_M (64)
+ *      with the weight re-read once per 16-token pass within STREAM_PASS_TRAFFIC  -> GEMV
+ *   4. M <= SMALL_W_MAX_M (32) with that re-read within SMALL_W_TRAFFIC           -> GEMV
+ *   5. otherwise                                                                  -> GEMM
+ * Step 2a, the decode rung on the GEMV path (tinfer_gemv_bf16_pick):
+ *   v1. sm_90, BULK_MIN_M..BULK_MAX_M tokens, no SwiGLU, K >= BULK_MIN_K, N <= 64 per SM -> 09
+ *   v2. sm_90, K >= CLUSTER_MIN_K                                                   -> 06
+ *   v3. rule 3's ground, or a short row (K <= SHORT_K) of a wide weight (N >= WIDE_N) -> 08
+ *   v4. otherwise                                                                   -> 05
+ * Step 2b, the prefill rung on the GEMM path:
+ *   g1. not sm_90                                                                   -> 01 (WMMA)
+ *   g2. rung 06's pick takes the call (tinfer_gemm_bf16_tiny_pick)                  -> 06
+ *   g3. M <= SKINNY_MAX_M and a weight of at least SKINNY_MIN_W bytes               -> 05
+ *   g4. rung 03's 128 x 256 tiles fill at least 1 / MMA_WGMMA_FILL_DIV of the SMs, or
+ *       K > SPLIT_MAX_K, or more than SPLIT_MAX_TILES of them                       -> 03
+ *   g5. M >= WGMMA_72_MIN_M, K < WGMMA_SPLIT_MIN_K and rung 03 takes 72 / 96-wide tiles -> 03
+ *   g6. otherwise                                                                   -> 04
+ * Each rung then picks its own tile, split-K factor and pipeline from the shape (its header).
+ *
+ * Debug switch (read once): TINFER_GEMM_FORCE=gemv|gemm forces the path of AUTO calls;
+ * =mma|split|wgmma|skinny|tiny|wmma forces the GEMM path with that rung (02, 04, 03, 05, 06, 01).
+ * An explicit path argument overrides the path; the rung switch still applies on the GEMM path.
  */
 #include "gemm/bf16.h"
 #include "gemm/cuda/device.h"
 #include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,35 +131,6 @@ static void device_info(int *major, int *n_sm) {
     *n_sm = ok ? f.n_sm : 0;
 }
 
-/* The prefill rung for this call (rule in bf16.h at TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV). */
-static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a) {
-    const int f = gemm_force();
-    if (f == 3) return TINFER_GEMM_BF16_MMA_SYNC;
-    if (f == 4) return TINFER_GEMM_BF16_WGMMA_WS;
-    if (f == 5) return TINFER_GEMM_BF16_WMMA;
-    if (f == 6) return TINFER_GEMM_BF16_MMA_SPLITK;
-    if (f == 7) return TINFER_GEMM_BF16_WGMMA_SKINNY;
-    if (f == 8) return TINFER_GEMM_BF16_WGMMA_TINY;
-    int major, n_sm;
-    device_info(&major, &n_sm);
-    if (major != 9) return TINFER_GEMM_BF16_WMMA;
-    if (tinfer_gemm_bf16_tiny_pick(a->M, tinfer_gemm_bf16_nout(*a), a->K, a->swiglu, n_sm, NULL, NULL, NULL)) return TINFER_GEMM_BF16_WGMMA_TINY;
-    if (a->M <= TINFER_GEMM_BF16_SKINNY_MAX_M && a->N * a->K * 2 >= TINFER_GEMM_BF16_SKINNY_MIN_W)
-        return TINFER_GEMM_BF16_WGMMA_SKINNY;
-    const int64_t nout = tinfer_gemm_bf16_nout(*a);
-    const int64_t bn = a->swiglu ? TINFER_GEMM_BF16_WGMMA_TILE_N / 2 : TINFER_GEMM_BF16_WGMMA_TILE_N;
-    const int64_t tiles = ((a->M + TINFER_GEMM_BF16_WGMMA_TILE_M - 1) / TINFER_GEMM_BF16_WGMMA_TILE_M) *
-                          ((nout + bn - 1) / bn);
-    const bool few_tiles = tiles * TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV < (int64_t)n_sm;
-    const bool split_pays = a->K <= TINFER_GEMM_BF16_SPLIT_MAX_K &&
-                            tiles <= TINFER_GEMM_BF16_SPLIT_MAX_TILES;
-    /* rung 03's narrow tiles (128 x 72 or 96), unsplit (short K), beat rung 04 from M = 64 (bf16.h) */
-    if (!few_tiles || !split_pays) return TINFER_GEMM_BF16_WGMMA_WS;
-    const bool narrow = a->M >= TINFER_GEMM_BF16_WGMMA_72_MIN_M && a->K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K &&
-                        tinfer_gemm_bf16_wgmma_narrow(a->M, nout, a->K, a->swiglu, n_sm) != 0;
-    return narrow ? TINFER_GEMM_BF16_WGMMA_WS : TINFER_GEMM_BF16_MMA_SPLITK;
-}
-
 /* GEMV rung 08's ground (bf16.h): short rows up to TINFER_GEMV_BF16_STREAM_MAX_M tokens, and small
  * short-row weights re-read once per 16-token pass up to TINFER_GEMV_BF16_STREAM_PASS_MAX_M tokens */
 static bool stream_rung(int64_t M, int64_t N, int64_t K) {
@@ -178,33 +155,109 @@ extern "C" tinfer_gemv_bf16_kernel tinfer_gemv_bf16_pick(const tinfer_gemm_bf16_
     return TINFER_GEMV_BF16_CP_ASYNC;
 }
 
-extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K) {
-    const int f = gemm_force();
-    if (f == 1) return TINFER_GEMM_BF16_PATH_GEMV;
-    if (f >= 2) return TINFER_GEMM_BF16_PATH_GEMM;
+/* Step 1: the path of an AUTO call (rules 1-5 in the header). SwiGLU is not known to the public
+ * tinfer_gemm_bf16_choose, so rule 2 counts N as plain outputs for every call. */
+static tinfer_gemm_bf16_path auto_path(int64_t M, int64_t N, int64_t K, int cc_major, int n_sm) {
     if (M <= TINFER_GEMM_BF16_GEMV_MAX_M) return TINFER_GEMM_BF16_PATH_GEMV;
-    { /* rung 06 before rung 08 (bf16.h); SwiGLU is not known here: N counted as plain outputs */
-        int major, n_sm;
-        device_info(&major, &n_sm);
-        if (major == 9 && tinfer_gemm_bf16_tiny_pick(M, N, K, 0, n_sm, NULL, NULL, NULL)) return TINFER_GEMM_BF16_PATH_GEMM;
-    }
+    if (cc_major == 9 && tinfer_gemm_bf16_tiny_pick(M, N, K, 0, n_sm, NULL, NULL, NULL)) return TINFER_GEMM_BF16_PATH_GEMM;
     if (stream_rung(M, N, K)) return TINFER_GEMM_BF16_PATH_GEMV;
     if (M <= TINFER_GEMM_BF16_SMALL_W_MAX_M && (M + 15) / 16 * N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_TRAFFIC)
         return TINFER_GEMM_BF16_PATH_GEMV;
     return TINFER_GEMM_BF16_PATH_GEMM;
 }
 
+/* Step 2b: the prefill rung on the GEMM path (rules g1-g6 in the header) */
+static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a, int cc_major, int n_sm) {
+    switch (gemm_force()) {
+    case 3: return TINFER_GEMM_BF16_MMA_SYNC;
+    case 4: return TINFER_GEMM_BF16_WGMMA_WS;
+    case 5: return TINFER_GEMM_BF16_WMMA;
+    case 6: return TINFER_GEMM_BF16_MMA_SPLITK;
+    case 7: return TINFER_GEMM_BF16_WGMMA_SKINNY;
+    case 8: return TINFER_GEMM_BF16_WGMMA_TINY;
+    }
+    if (cc_major != 9) return TINFER_GEMM_BF16_WMMA;
+    const int64_t nout = tinfer_gemm_bf16_nout(*a);
+    if (tinfer_gemm_bf16_tiny_pick(a->M, nout, a->K, a->swiglu, n_sm, NULL, NULL, NULL)) return TINFER_GEMM_BF16_WGMMA_TINY;
+    if (a->M <= TINFER_GEMM_BF16_SKINNY_MAX_M && a->N * a->K * 2 >= TINFER_GEMM_BF16_SKINNY_MIN_W)
+        return TINFER_GEMM_BF16_WGMMA_SKINNY;
+    const int64_t bn = a->swiglu ? TINFER_GEMM_BF16_WGMMA_TILE_N / 2 : TINFER_GEMM_BF16_WGMMA_TILE_N;
+    const int64_t tiles = ((a->M + TINFER_GEMM_BF16_WGMMA_TILE_M - 1) / TINFER_GEMM_BF16_WGMMA_TILE_M) *
+                          ((nout + bn - 1) / bn);
+    const bool few_tiles = tiles * TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV < (int64_t)n_sm;
+    const bool split_pays = a->K <= TINFER_GEMM_BF16_SPLIT_MAX_K &&
+                            tiles <= TINFER_GEMM_BF16_SPLIT_MAX_TILES;
+    if (!few_tiles || !split_pays) return TINFER_GEMM_BF16_WGMMA_WS;
+    /* rung 03's narrow tiles (128 x 72 or 96), unsplit (short K), beat rung 04 from M = 64 (bf16.h) */
+    const bool narrow = a->M >= TINFER_GEMM_BF16_WGMMA_72_MIN_M && a->K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K &&
+                        tinfer_gemm_bf16_wgmma_narrow(a->M, nout, a->K, a->swiglu, n_sm) != 0;
+    return narrow ? TINFER_GEMM_BF16_WGMMA_WS : TINFER_GEMM_BF16_MMA_SPLITK;
+}
+
+extern "C" tinfer_gemm_bf16_route tinfer_gemm_bf16_route_for(const tinfer_gemm_bf16_args *a, tinfer_gemm_bf16_path path,
+                                                            int cc_major, int n_sm) {
+    tinfer_gemm_bf16_route r;
+    memset(&r, 0, sizeof r);
+    if (path == TINFER_GEMM_BF16_PATH_AUTO) {
+        const int f = gemm_force();
+        path = f == 1 ? TINFER_GEMM_BF16_PATH_GEMV
+               : f >= 2 ? TINFER_GEMM_BF16_PATH_GEMM
+                        : auto_path(a->M, a->N, a->K, cc_major, n_sm);
+    }
+    r.path = path;
+    if (path == TINFER_GEMM_BF16_PATH_GEMV) {
+        r.rung = (int32_t)tinfer_gemv_bf16_pick(a, cc_major, n_sm);
+    } else if (path == TINFER_GEMM_BF16_PATH_GEMM) {
+        r.rung = (int32_t)gemm_rung(a, cc_major, n_sm);
+        if (r.rung == TINFER_GEMM_BF16_WGMMA_TINY)
+            r.tiny_bt = tinfer_gemm_bf16_tiny_pick(a->M, tinfer_gemm_bf16_nout(*a), a->K, a->swiglu, n_sm, &r.tiny_split,
+                                                   &r.tiny_stages, &r.tiny_wgs);
+    }
+    return r;
+}
+
+extern "C" const char *tinfer_gemm_bf16_route_name(const tinfer_gemm_bf16_route *r, char *buf, size_t n) {
+    if (!buf || n == 0) return "";
+    int w;
+    if (r->path == TINFER_GEMM_BF16_PATH_GEMV) {
+        w = snprintf(buf, n, "gemv %02d", (int)r->rung);
+    } else if (r->path != TINFER_GEMM_BF16_PATH_GEMM) {
+        w = snprintf(buf, n, "path %d?", (int)r->path);
+    } else if (r->rung != TINFER_GEMM_BF16_WGMMA_TINY || r->tiny_bt == 0) {
+        w = snprintf(buf, n, "gemm %02d", (int)r->rung);
+    } else {
+        w = snprintf(buf, n, "gemm 06 t%d", (int)r->tiny_bt);
+        if (w >= 0 && (size_t)w < n && r->tiny_split > 1)
+            w += snprintf(buf + w, n - (size_t)w, " k/%d", (int)r->tiny_split);
+        if (w >= 0 && (size_t)w < n && r->tiny_stages > 0)
+            w += snprintf(buf + w, n - (size_t)w, " ring%d", (int)r->tiny_stages);
+        if (w >= 0 && (size_t)w < n)
+            w += snprintf(buf + w, n - (size_t)w, " wg%d", (int)r->tiny_wgs);
+    }
+    (void)w; /* snprintf truncates and terminates; a short buffer gets a prefix */
+    return buf;
+}
+
+extern "C" tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K) {
+    tinfer_gemm_bf16_args a;
+    memset(&a, 0, sizeof a);
+    a.M = M;
+    a.N = N;
+    a.K = K;
+    int major, n_sm;
+    device_info(&major, &n_sm);
+    return tinfer_gemm_bf16_route_for(&a, TINFER_GEMM_BF16_PATH_AUTO, major, n_sm).path;
+}
+
 extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer_gemm_bf16_path path,
                                           cudaStream_t stream, tinfer_err *err) {
     tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
     if (st != TINFER_OK) return st;
-    if (path == TINFER_GEMM_BF16_PATH_AUTO) path = tinfer_gemm_bf16_choose(a->M, a->N, a->K);
-    if (path == TINFER_GEMM_BF16_PATH_GEMV) {
-        int major, n_sm;
-        device_info(&major, &n_sm);
-        return tinfer_gemv_bf16(tinfer_gemv_bf16_pick(a, major, n_sm), a, stream, err);
-    }
-    if (path != TINFER_GEMM_BF16_PATH_GEMM)
+    if (path != TINFER_GEMM_BF16_PATH_AUTO && path != TINFER_GEMM_BF16_PATH_GEMV && path != TINFER_GEMM_BF16_PATH_GEMM)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown path %d", (int)path);
-    return tinfer_gemm_bf16_tc(gemm_rung(a), a, stream, err);
+    int major, n_sm;
+    device_info(&major, &n_sm);
+    const tinfer_gemm_bf16_route r = tinfer_gemm_bf16_route_for(a, path, major, n_sm);
+    if (r.path == TINFER_GEMM_BF16_PATH_GEMV) return tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)r.rung, a, stream, err);
+    return tinfer_gemm_bf16_tc((tinfer_gemm_bf16_kernel)r.rung, a, stream, err);
 }

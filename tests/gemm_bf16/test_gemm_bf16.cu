@@ -601,36 +601,69 @@ static void gemv_pick(void) {
     }
 }
 
-/* The dispatcher's path choice (host arithmetic on the current device's facts): the decode GEMV
- * up to TINFER_GEMM_BF16_GEMV_MAX_M tokens; on sm_90 the GEMM path where rung 06 takes the shape;
- * beyond that the GEMV only while the weight re-read once per 16-token pass stays within
- * TINFER_GEMM_BF16_SMALL_W_TRAFFIC, or for GEMV rung 08's short rows (up to
- * TINFER_GEMV_BF16_STREAM_MAX_M tokens, or _STREAM_PASS_MAX_M within _STREAM_PASS_TRAFFIC; bf16.h).
- * t = whether the device is an sm_90 with at least 96 SMs (rung 06 takes the t cases below from 96
- * SMs on; without sm_90 it takes nothing). Skipped under TINFER_GEMM_FORCE. */
-static void path_choice(bool t) {
+/* The dispatcher's route (tinfer_gemm_bf16_route_for: host arithmetic, the rules in
+ * gemm/tc/dispatch.cu with bf16.h's constants) on an H200's facts (sm_90, 132 SMs) and with no
+ * device (0, 0), so both run on a machine without a GPU: the decode GEMV up to
+ * TINFER_GEMM_BF16_GEMV_MAX_M tokens; on sm_90 the GEMM path where rung 06 takes the shape;
+ * beyond that the GEMV only for rung 08's short rows (up to TINFER_GEMV_BF16_STREAM_MAX_M tokens,
+ * or _STREAM_PASS_MAX_M with the weight re-read once per 16-token pass within
+ * _STREAM_PASS_TRAFFIC) or while that re-read stays within TINFER_GEMM_BF16_SMALL_W_TRAFFIC
+ * (up to _SMALL_W_MAX_M tokens); then the rung on each path. And tinfer_gemm_bf16_choose (the
+ * current device's facts) takes the path route_for gives for those facts. Skipped under
+ * TINFER_GEMM_FORCE. */
+static void route_choice(int cc, int n_sm) {
     if (getenv("TINFER_GEMM_FORCE")) return;
-    const tinfer_gemm_bf16_path V = TINFER_GEMM_BF16_PATH_GEMV, G = TINFER_GEMM_BF16_PATH_GEMM;
-    struct { const char *what; int64_t M, N, K; tinfer_gemm_bf16_path want; } cs[] = {
-        {"Llama QKV", 1, 6144, 4096, V},        {"Llama QKV", TINFER_GEMM_BF16_GEMV_MAX_M, 6144, 4096, V},
-        {"Llama QKV", TINFER_GEMM_BF16_GEMV_MAX_M + 1, 6144, 4096, G},
-        {"SmolLM2 gate/up", 16, 3072, 576, t ? G : V},  /* rung 06; else one rung 08 pass: 3.5 MB */
-        {"SmolLM2 gate/up", 32, 3072, 576, t ? G : V},  /* rung 06; else rung 08, two passes: 7 MB */
-        {"SmolLM2 gate/up", 64, 3072, 576, G},  /* four passes: 14 MB */
-        {"SmolLM2 down", 32, 576, 1536, t ? G : V}, /* rung 06, K split over 4; else two passes: 3.5 MB */
-        {"SmolLM2 down", 33, 576, 1536, G},     /* K > 1024: not rung 08 */
-        {"SmolLM2 QKV", TINFER_GEMV_BF16_STREAM_PASS_MAX_M, 960, 576, t ? G : V}, /* rung 06; else rung 08, 4 passes: 4.4 MB */
-        {"SmolLM2 QKV", TINFER_GEMV_BF16_STREAM_PASS_MAX_M + 1, 960, 576, G},
-        {"SmolLM2 O", 2048, 576, 576, G},
-        {"SmolLM2 LM head", 1, 49152, 576, V}, /* rung 08 */
-        {"SmolLM2 LM head", TINFER_GEMV_BF16_STREAM_MAX_M, 49152, 576, V},
-        {"SmolLM2 LM head", TINFER_GEMV_BF16_STREAM_MAX_M + 1, 49152, 576, G},
+    struct { const char *what; int64_t M, N, K; int sw; const char *h200, *none; } cs[] = {
+        {"Llama QKV", 1, 6144, 4096, 0, "gemv 05", "gemv 05"},
+        {"Llama QKV", TINFER_GEMM_BF16_GEMV_MAX_M, 6144, 4096, 0, "gemv 09", "gemv 05"}, /* rung 09: sm_90, 4..8 tokens */
+        {"Llama QKV", TINFER_GEMM_BF16_GEMV_MAX_M + 1, 6144, 4096, 0, "gemm 05", "gemm 01"}, /* skinny: 50 MB, <= 32 tokens */
+        {"Llama QKV", 64, 6144, 4096, 0, "gemm 03", "gemm 01"},
+        {"Llama down", 1, 4096, 14336, 0, "gemv 06", "gemv 05"},        /* K >= 8192: the cluster GEMV on sm_90 */
+        {"SmolLM2 gate/up", 16, 3072, 576, 0, "gemm 06 t16 wg2", "gemv 08"}, /* else one rung 08 pass: 3.5 MB */
+        {"SmolLM2 gate/up", 32, 3072, 576, 0, "gemm 06 t16 wg2", "gemv 08"}, /* else two passes: 7 MB */
+        {"SmolLM2 gate/up", 64, 3072, 576, 0, "gemm 06 t64 wg1", "gemm 01"}, /* four passes: 14 MB */
+        {"SmolLM2 down", 32, 576, 1536, 0, "gemm 06 t16 k/4 wg2", "gemv 05"}, /* else K > 1024, two passes 3.5 MB */
+        {"SmolLM2 down", 33, 576, 1536, 0, "gemm 06 t16 k/4 wg2", "gemm 01"}, /* three passes: 5.3 MB */
+        {"SmolLM2 down", 512, 576, 1536, 0, "gemm 06 t64 ring12 wg2", "gemm 01"},
+        {"SmolLM2 down", 960, 576, 1536, 0, "gemm 03", "gemm 01"},      /* 135 ring CTAs: past one wave */
+        {"SmolLM2 QKV", TINFER_GEMV_BF16_STREAM_PASS_MAX_M, 960, 576, 0, "gemm 06 t16 wg2", "gemv 08"}, /* 4 passes: 4.4 MB */
+        {"SmolLM2 QKV", TINFER_GEMV_BF16_STREAM_PASS_MAX_M + 1, 960, 576, 0, "gemm 06 t16 wg2", "gemm 01"},
+        {"SmolLM2 QKV", 1024, 960, 576, 0, "gemm 03", "gemm 01"},
+        {"SmolLM2 O", 2048, 576, 576, 0, "gemm 03", "gemm 01"},
+        {"SmolLM2 LM head", 1, 49152, 576, 0, "gemv 08", "gemv 08"},
+        {"SmolLM2 LM head", TINFER_GEMV_BF16_STREAM_MAX_M, 49152, 576, 0, "gemv 08", "gemv 08"},
+        {"SmolLM2 LM head", TINFER_GEMV_BF16_STREAM_MAX_M + 1, 49152, 576, 0, "gemm 05", "gemm 01"},
+        {"SmolLM2 LM head", 64, 49152, 576, 0, "gemm 03", "gemm 01"},   /* past rung 05's 32 tokens */
+        {"SmolLM2 gate/up SwiGLU", 64, 3072, 576, 1, "gemm 06 t32 wg1", "gemm 01"},
+        {"SwiGLU 2048 x 2048", 128, 2048, 2048, 1, "gemm 04", "gemm 01"}, /* 4 wgmma tiles, no rung-06 tier */
     };
     for (const auto &c : cs) {
-        const tinfer_gemm_bf16_path got = tinfer_gemm_bf16_choose(c.M, c.N, c.K);
-        printf("%s path %s M=%lld N=%lld K=%lld: %s\n", got == c.want ? "ok  " : "FAIL", c.what, (long long)c.M,
-               (long long)c.N, (long long)c.K, got == V ? "gemv" : got == G ? "gemm" : "?");
-        if (got != c.want) g_fail++;
+        for (int nodev = 0; nodev < 2; nodev++) {
+            tinfer_gemm_bf16_args a;
+            memset(&a, 0, sizeof a);
+            a.M = c.M; a.N = c.N; a.K = c.K; a.swiglu = c.sw;
+            const tinfer_gemm_bf16_route r =
+                tinfer_gemm_bf16_route_for(&a, TINFER_GEMM_BF16_PATH_AUTO, nodev ? 0 : 9, nodev ? 0 : 132);
+            char got[64];
+            tinfer_gemm_bf16_route_name(&r, got, sizeof got);
+            const char *want = nodev ? c.none : c.h200;
+            const bool ok = !strcmp(got, want);
+            printf("%s route %s M=%lld N=%lld K=%lld%s on %s: %s (want %s)\n", ok ? "ok  " : "FAIL", c.what,
+                   (long long)c.M, (long long)c.N, (long long)c.K, c.sw ? " swiglu" : "", nodev ? "no device" : "sm_90 x 132",
+                   got, want);
+            if (!ok) g_fail++;
+        }
+        if (!c.sw) {
+            tinfer_gemm_bf16_args a;
+            memset(&a, 0, sizeof a);
+            a.M = c.M; a.N = c.N; a.K = c.K;
+            const tinfer_gemm_bf16_path want = tinfer_gemm_bf16_route_for(&a, TINFER_GEMM_BF16_PATH_AUTO, cc, n_sm).path;
+            if (tinfer_gemm_bf16_choose(c.M, c.N, c.K) != want) {
+                printf("FAIL choose %s M=%lld on this device (sm_%d0 x %d) differs from its route\n", c.what, (long long)c.M, cc,
+                       n_sm);
+                g_fail++;
+            }
+        }
     }
 }
 
@@ -642,7 +675,7 @@ int main(int argc, char **argv) {
     tinfer_err err;
     tinfer_status st = tinfer_device_probe(0, &info, &err);
     /* host-only checks first: they run (and can fail) on a machine without a GPU too */
-    path_choice(st == TINFER_OK && info.cc_major == 9 && info.n_sm >= 96);
+    route_choice(st == TINFER_OK ? info.cc_major : 0, st == TINFER_OK ? info.n_sm : 0);
     check_args_host();
     split_pick();
     skinny_pick();
