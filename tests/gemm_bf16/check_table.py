@@ -18,6 +18,25 @@ def strip(text):
     return re.sub(r", committed \d{4}-\d{2}-\d{2}", "", text)
 
 
+def report_difference(name, generated, committed, regenerate):
+    """Prints where a committed generated file first differs from a fresh generation, and how
+    to regenerate it; returns whether they differ."""
+    if generated == committed:
+        return False
+    a, b = generated.splitlines(), committed.splitlines()
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            c = len(os.path.commonprefix([x, y]))
+            c0 = max(0, c - 40)
+            print(f"FAIL: {name} line {i + 1}, column {c + 1}, differs from the regenerated file:\n"
+                  f"  committed: ...{y[c0:c0 + 100]}\n  generated: ...{x[c0:c0 + 100]}")
+            break
+    else:
+        print(f"FAIL: {name} has {len(b)} lines, the regenerated file {len(a)}")
+    print(f"  regenerate: {regenerate}")
+    return True
+
+
 def main(root):
     gen = subprocess.run([sys.executable, f"{root}/scripts/bf16-table.py", "gemm/bench_bf16"], cwd=root,
                          capture_output=True, text=True, timeout=120)
@@ -26,18 +45,8 @@ def main(root):
         return 1
     with open(f"{root}/gemm/bench_bf16/TABLE.md") as f:
         committed = f.read()
-    if strip(gen.stdout) != strip(committed):
-        a, b = strip(gen.stdout).splitlines(), strip(committed).splitlines()
-        for i, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                c = len(os.path.commonprefix([x, y]))
-                c0 = max(0, c - 40)
-                print(f"FAIL: TABLE.md line {i + 1}, column {c + 1}, differs from the regenerated table:\n"
-                      f"  committed: ...{y[c0:c0 + 100]}\n  generated: ...{x[c0:c0 + 100]}")
-                break
-        else:
-            print(f"FAIL: TABLE.md has {len(b)} lines, the regenerated table {len(a)}")
-        print("  regenerate: scripts/bf16-table.py gemm/bench_bf16 > gemm/bench_bf16/TABLE.md")
+    if report_difference("TABLE.md", strip(gen.stdout), strip(committed),
+                         "scripts/bf16-table.py gemm/bench_bf16 > gemm/bench_bf16/TABLE.md"):
         return 1
     for needle in ("### Prefill rungs", "### Decode rungs", "stream timing (ours", "graph timing (ours"):
         if needle not in gen.stdout:

@@ -34,3 +34,11 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME bf16_table COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_table.py ${PROJECT_SOURCE_DIR})
   set_tests_properties(bf16_table PROPERTIES LABELS unit)
 endif()
+
+# The route table (gemm/bench_bf16/ROUTES.md) matches the dispatcher's rules: host arithmetic,
+# runs without a GPU wherever the CUDA parts are built.
+if(Python3_Interpreter_FOUND AND TARGET tinfer-bench-gemm)
+  add_test(NAME bf16_routes COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_routes.py
+           $<TARGET_FILE:tinfer-bench-gemm> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(bf16_routes PROPERTIES LABELS unit)
+endif()
