@@ -102,6 +102,7 @@ typedef struct rec {
     double us, tflops, gbs, pct_cublas, pct_copy, diff;
     double pct_best; /* of the faster of cuBLAS and cublasLt (0 when cublasLt was not run) */
     double host_us;  /* host time per call to enqueue a batch (stream timing; 0 with --graph) */
+    std::string route; /* the dispatcher's kernels (20-22): the route it ran (tinfer_gemm_bf16_route_name) */
 } rec;
 
 static cudaStream_t g_s;
@@ -166,6 +167,7 @@ static bool g_graph = false;
 /* --w-static: every call promises that no work in flight writes W (args.w_static, as for model
  * weights): the decode rungs 05 / 06 then issue their first W loads before the PDL wait */
 static bool g_w_static = false;
+static int g_cc_major; /* the device's (and g_n_sm below), for the dispatcher's route in the records */
 /* every kernel but the references and read ceilings runs gate/up fused with SwiGLU (Y: N / 2 columns; timed only) */
 static bool g_swiglu = false;
 /* --only SHAPE:M: run just that shape at that M (e.g. under a profiler) */
@@ -615,10 +617,20 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
         const double best = lt_us > 0 && (lt_us < cublas_us || cublas_us <= 0) ? lt_us : cublas_us;
         r.pct_best = lt_us > 0 ? 100.0 * best / us : 0;
         r.host_us = host_us;
+        if (k >= 20 && k <= 22) { /* the arguments the launch above passes, as far as the route depends on them */
+            tinfer_gemm_bf16_args ra;
+            memset(&ra, 0, sizeof ra);
+            ra.M = M; ra.N = N; ra.K = K;
+            ra.swiglu = k == 21 || g_swiglu;
+            const tinfer_gemm_bf16_route rt = tinfer_gemm_bf16_route_for(&ra, TINFER_GEMM_BF16_PATH_AUTO, g_cc_major, g_n_sm);
+            char name[64];
+            r.route = tinfer_gemm_bf16_route_name(&rt, name, sizeof name);
+        }
         out.push_back(r);
-        printf("%-7s %-16s %5lld %6lld %6lld %-14s %9.2f us %7.1f TF/s %7.0f GB/s %6.1f%% cublas %5.1f%% copy diff %.1e best %5.1f%% host %5.2f us%s\n",
+        printf("%-7s %-16s %5lld %6lld %6lld %-14s %9.2f us %7.1f TF/s %7.0f GB/s %6.1f%% cublas %5.1f%% copy diff %.1e best %5.1f%% host %5.2f us%s%s%s\n",
                set, shape, (long long)M, (long long)N, (long long)K, kname(k), us, r.tflops, r.gbs, r.pct_cublas,
-               r.pct_copy, diff, r.pct_best, host_us, diff > 1e-2 ? "  MISMATCH" : "");
+               r.pct_copy, diff, r.pct_best, host_us, r.route.empty() ? "" : "  route ", r.route.c_str(),
+               diff > 1e-2 ? "  MISMATCH" : "");
         fflush(stdout);
     }
     BCK(cudaFree(W));
@@ -652,9 +664,11 @@ static void write_json(const char *path, const std::vector<rec> &rs, const cudaD
         fprintf(f,
                 "    {\"set\": \"%s\", \"shape\": \"%s\", \"kernel\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, "
                 "\"us\": %.3f, \"tflops\": %.2f, \"gbs\": %.1f, \"pct_cublas\": %.1f, \"pct_copy\": %.1f, "
-                "\"diff_vs_cublas\": %.2e, \"pct_best_ref\": %.1f, \"host_us\": %.2f}%s\n",
+                "\"diff_vs_cublas\": %.2e, \"pct_best_ref\": %.1f, \"host_us\": %.2f%s%s%s}%s\n",
                 r.set.c_str(), r.shape.c_str(), r.kernel.c_str(), (long long)r.M, (long long)r.N, (long long)r.K, r.us,
-                r.tflops, r.gbs, r.pct_cublas, r.pct_copy, r.diff, r.pct_best, r.host_us, i + 1 < rs.size() ? "," : "");
+                r.tflops, r.gbs, r.pct_cublas, r.pct_copy, r.diff, r.pct_best, r.host_us,
+                r.route.empty() ? "" : ", \"route\": \"", r.route.c_str(), r.route.empty() ? "" : "\"",
+                i + 1 < rs.size() ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
     fclose(f);
@@ -996,6 +1010,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         fprintf(stderr, "error: no CUDA device\n");
         return 77;
     }
+    g_cc_major = prop.major;
     BCK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
     if (cublasCreate(&g_cublas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(g_cublas, g_s) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "error: cublasCreate failed\n");
