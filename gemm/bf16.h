@@ -26,7 +26,8 @@
  *                gemm/tc/05_wgmma_skinny.cu (sm_90a only; W rows x 8..64 tokens, operands swapped),
  *                gemm/tc/06_wgmma_tiny.cu (sm_90a only; one 64-output tile per CTA, small weights)
  *   overviews    gemm/tc/README.md, gemm/decode/README.md; tables gemm/bench_bf16/TABLE.md
- *   dispatch     gemm/tc/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K).
+ *   dispatch     gemm/tc/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K)
+ *                (tinfer_gemm_bf16_route_for; each model shape's route: gemm/bench_bf16/ROUTES.md).
  * Every call is asynchronous on the given stream (never the default stream unless passed),
  * allocates nothing and never synchronises (except under TINFER_CUDA_SYNC_DEBUG=1).
  */
