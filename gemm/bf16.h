@@ -163,6 +163,13 @@ typedef enum tinfer_gemm_bf16_path {
  * gate/up at 512 (and 1024); elsewhere 96 measured slower than the pick (O / QKV 128-2048,
  * down, LM head). */
 #define TINFER_GEMM_BF16_WGMMA_96 1
+/* Rung 03's 128 x 192 tiles (unsplit; plain or fused epilogues) as a candidate of the width cost
+ * rule (1) or not (0). By the rule they fill a round where 256 leaves SMs idle and 128 needs one
+ * round more: SmolLM2 gate/up at 2048 tokens, 256 tiles of 192 in 2 rounds (cost 448) against 384
+ * of 128 in 3 (480; 13.71 us against cuBLAS 13.17, 96%, session 14 graph); Llama-3-8B QKV at 512,
+ * 128 tiles in one round against 96 of 256 (36 SMs idle; 43.6 vs 36.4 us stream, 83%) and gate/up
+ * at 512. Built and tested on no GPU yet (session 19): 0 until the `wide192` set has timed it. */
+#define TINFER_GEMM_BF16_WGMMA_192 0
 /* The dispatcher sends a few-tile shape that rung 04 would take to rung 03 instead when rung 03
  * takes it unsplit in 128 x 72 tiles (K < TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_K) and M >= this. H200
  * session 8 (stream / graph us, rung 03 in 72-wide tiles vs rung 04): run 2, SmolLM2 QKV M = 128

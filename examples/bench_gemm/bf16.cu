@@ -24,7 +24,8 @@
  * vs the dispatcher and both references; not part of all), tinybig (rung 06 past one wave: the
  * LM head, Llama-3-8B through rings, SmolLM2 down / gate-up at 512 through short rings; not part of
  * all), wide96 (rung 03's 128 x 96 tiles against 72 / 128 / 256 on the SmolLM2 shapes at
- * M = 128..2048; not part of all), wg2 (rung 06 with one consumer warpgroup against two, in the
+ * M = 128..2048; not part of all), wide192 (rung 03's 128 x 192 tiles against 256 / 128 / 96
+ * and the pick where the width rule would take them, with controls; not part of all), wg2 (rung 06 with one consumer warpgroup against two, in the
  * same forced configurations, on the SmolLM2 layer weights; not part of all), bulk (decode rung 09 and its launch configurations against
  * rungs 05 / 06, the read probes and both references on the Llama-3-8B weights at M = 1..8; not
  * part of all), tmabw (the TMA load path alone by box
@@ -367,9 +368,11 @@ static const char *kname(int k) {
     case 21: return "auto_swiglu";
     case 22: return "auto_residual";
     }
-    if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 * split factor + width code (0: 128, 1: 256, 2: 144, 3: 72, 4: 72 with X multicast, 5: 96) */
+    if (k >= 210 && k < 290) { /* rung 03 forced: 200 + 10 * split factor + width code (0: 128, 1: 256, 2: 144, 3: 72, 4: 72 with X multicast, 5: 96, 6: 192) */
         static char nb[32];
-        snprintf(nb, sizeof nb, "wg%d%s_k%d", k % 10 == 1 ? 256 : k % 10 == 2 ? 144 : k % 10 == 5 ? 96 : k % 10 >= 3 ? 72 : 128, k % 10 == 4 ? "mc" : "",
+        snprintf(nb, sizeof nb, "wg%d%s_k%d",
+                 k % 10 == 1 ? 256 : k % 10 == 2 ? 144 : k % 10 == 5 ? 96 : k % 10 == 6 ? 192 : k % 10 >= 3 ? 72 : 128,
+                 k % 10 == 4 ? "mc" : "",
                  (k - 200) / 10);
         return nb;
     }
@@ -569,6 +572,7 @@ static void bench_shape(std::vector<rec> &out, const char *set, const char *shap
                                     : k % 10 == 3 ? TINFER_GEMM_BF16_WGMMA_CFG_72
                                     : k % 10 == 4 ? TINFER_GEMM_BF16_WGMMA_CFG_72MC
                                     : k % 10 == 5 ? TINFER_GEMM_BF16_WGMMA_CFG_96
+                                    : k % 10 == 6 ? TINFER_GEMM_BF16_WGMMA_CFG_192
                                                   : TINFER_GEMM_BF16_WGMMA_CFG_128;
                 if (st == TINFER_OK) st = tinfer_gemm_bf16_wgmma_ws_split(&a, cfg, (k - 200) / 10, g_s, &err);
             }
@@ -984,7 +988,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--w-static")) g_w_static = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny|tinybig|wide96|wg2|bulk|tmabw] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny|tinybig|wide96|wide192|wg2|bulk|tmabw] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -993,7 +997,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         }
     }
     {
-        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny", "tinybig", "wide96", "wg2", "bulk", "tmabw",
+        static const char *const sets[] = {"all", "square", "model", "ladder", "prefill", "splitk", "decode", "wgmma", "wsplit", "skinny", "tiny", "tinybig", "wide96", "wide192", "wg2", "bulk", "tmabw",
 #ifdef TINFER_WS_TRACE
                                            "trace", "tytrace", "tybisect"
 #endif
@@ -1293,6 +1297,16 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         for (const auto &s : ms)
             for (int64_t M : {128, 256, 512, 1024, 2048})
                 bench_shape(rs, "wide96", s.n, M, s.N, s.K, {0, 9, 20, 215, 213, 210, 211});
+    }
+    if (!strcmp(set, "wide192")) {
+        /* rung 03's 128 x 192 tiles (unsplit) against 256 / 128 / 96 and the pick, where the width
+         * rule with 192 would take them (gate/up at 2048, Llama QKV / gate/up at 512) and where it
+         * would not (controls: the LM head, square 4096) */
+        const struct { const char *n; int64_t M, N, K; } ms[] = {
+            {"smol_gateup", 2048, 3072, 576}, {"smol_gateup", 1024, 3072, 576}, {"llama_qkv", 512, 6144, 4096},
+            {"llama_gateup", 512, 28672, 4096}, {"llama_qkv", 2048, 6144, 4096}, {"smol_lmhead", 2048, 49152, 576},
+            {"square", 4096, 4096, 4096}};
+        for (const auto &s : ms) bench_shape(rs, "wide192", s.n, s.M, s.N, s.K, {0, 9, 20, 216, 211, 210, 215});
     }
     if (!strcmp(set, "wsplit")) {
         printf("co-resident clusters of rung 03's split kernel (cudaOccupancyMaxActiveClusters), factor 2..8:\n");

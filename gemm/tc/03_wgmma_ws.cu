@@ -135,8 +135,8 @@
  * for the 128B swizzle (§2); + 256 barriers; + 8 warps' epilogue scratch: 231,680 B, under the
  * 232,448 B (227 KB) per-block limit. */
 template <int BN, bool TS = false> struct WsGeo {
-    static_assert(BN == 256 || BN == 128 || BN == 144 || BN == 96 || BN == 72,
-                  "tile width 72, 96, 128, 144 or 256");
+    static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 144 || BN == 96 || BN == 72,
+                  "tile width 72, 96, 128, 144, 192 or 256");
     static_assert(!TS || BN % 64 == 0, "TMA-store epilogue: whole 64-column boxes");
     static constexpr int B_BYTES = BN * WS_BK * 2;
     static constexpr int STAGE_BYTES = WS_A_BYTES + B_BYTES;
@@ -146,8 +146,8 @@ template <int BN, bool TS = false> struct WsGeo {
     /* each W box (BN / W_BOXES rows of 128 B) starts 1024-byte aligned, as the 128B swizzle needs */
     static_assert((B_BYTES / W_BOXES) % 1024 == 0 && STAGE_BYTES % 1024 == 0, "swizzle atoms stay aligned");
     /* TS (TMA-store epilogue): a 128 x 256 tile's 64 KB output buffer takes a stage */
-    /* 96 and 128: 6 stages (28 / 32 KB) */
-    static constexpr int STAGES = BN == 256 ? (TS ? 3 : 4) : BN == 144 ? 5 : BN == 72 ? 7 : 6;
+    /* 96 and 128: 6 stages (28 / 32 KB); 192: 4 of 40 KB (5 leave no room for the scratch) */
+    static constexpr int STAGES = BN == 256 ? (TS ? 3 : 4) : BN == 192 ? 4 : BN == 144 ? 5 : BN == 72 ? 7 : 6;
     /* TS: each consumer's 64-row output slab as BF16 in 64-column boxes of 8 KB (128B swizzle),
      * 1024-byte aligned after 1 KB of barriers; no per-warp scratch */
     static constexpr int OUT_BYTES = TS ? 2 * 64 * BN * 2 : 0;
@@ -183,6 +183,21 @@ static __device__ __forceinline__ void wgmma_m64n256k16(float d[128], uint64_t d
         "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
         : WS_ACC8(0), WS_ACC8(8), WS_ACC8(16), WS_ACC8(24), WS_ACC8(32), WS_ACC8(40), WS_ACC8(48), WS_ACC8(56),
           WS_ACC8(64), WS_ACC8(72), WS_ACC8(80), WS_ACC8(88), WS_ACC8(96), WS_ACC8(104), WS_ACC8(112), WS_ACC8(120)
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+static __device__ __forceinline__ void wgmma_m64n192k16(float d[96], uint64_t da, uint64_t db, uint32_t scale_d) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+        "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+        : WS_ACC8(0), WS_ACC8(8), WS_ACC8(16), WS_ACC8(24), WS_ACC8(32), WS_ACC8(40), WS_ACC8(48), WS_ACC8(56),
+          WS_ACC8(64), WS_ACC8(72), WS_ACC8(80), WS_ACC8(88)
         : "l"(da), "l"(db), "r"(scale_d));
 }
 static __device__ __forceinline__ void wgmma_m64n128k16(float d[64], uint64_t da, uint64_t db, uint32_t scale_d) {
@@ -238,6 +253,7 @@ static __device__ __forceinline__ void wgmma_m64n144k16(float d[72], uint64_t da
 template <int BN>
 static __device__ __forceinline__ void wgmma_step(float *d, uint64_t da, uint64_t db, uint32_t scale_d) {
     if constexpr (BN == 256) wgmma_m64n256k16(d, da, db, scale_d);
+    else if constexpr (BN == 192) wgmma_m64n192k16(d, da, db, scale_d);
     else if constexpr (BN == 144) wgmma_m64n144k16(d, da, db, scale_d);
     else if constexpr (BN == 96) wgmma_m64n96k16(d, da, db, scale_d);
     else if constexpr (BN == 72) wgmma_m64n72k16(d, da, db, scale_d);
@@ -987,7 +1003,8 @@ int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu,
     int32_t best = TINFER_GEMM_BF16_WGMMA_CFG_256;
     int64_t best_cost = -1;
     const int64_t tiles_m = (M + WS_BM - 1) / WS_BM;
-    for (int32_t bn = 256; bn >= 128; bn /= 2) {
+    for (int32_t bn : {256, 192, 128}) {
+        if (bn == 192 && !TINFER_GEMM_BF16_WGMMA_192) continue;
         const int64_t cols = swiglu ? bn / 2 : bn;
         const int64_t tiles = tiles_m * ((nout + cols - 1) / cols);
         const int64_t rounds = (tiles + n_sm - 1) / n_sm;
@@ -1144,10 +1161,12 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
     constexpr bool WS_HAS_MC = !PP && BN == 72;
     /* co-resident clusters of 2 of the multicast kernel, per device (queried once) */
     static int mc_clusters[16];
-    /* the TMA-store instantiations: persistent, whole 64-column boxes */
-    constexpr bool WS_HAS_TS = !PP && BN % 64 == 0;
-    /* the split-K instantiations (not for the 72- and 96-wide tiles: they exist to avoid one) */
-    constexpr bool WS_HAS_SPLIT = !PP && BN != 72 && BN != 96;
+    /* the TMA-store instantiations: persistent, whole 64-column boxes (not 192: the opt-in
+     * epilogue was measured at 128 and 256 only) */
+    constexpr bool WS_HAS_TS = !PP && BN % 64 == 0 && BN != 192;
+    /* the split-K instantiations (not for the 72- and 96-wide tiles: they exist to avoid one;
+     * not for 192: the width a round of unsplit tiles may want, split rules unmeasured) */
+    constexpr bool WS_HAS_SPLIT = !PP && BN != 72 && BN != 96 && BN != 192;
     using GT = WsGeo<WS_HAS_TS ? BN : 128, true>;
     tinfer_status status = TINFER_OK;
     CUtensorMap mx, mw;
@@ -1252,10 +1271,10 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
     const bool narrow = cfg == TINFER_GEMM_BF16_WGMMA_CFG_72 ||
                         cfg == TINFER_GEMM_BF16_WGMMA_CFG_72MC || cfg == TINFER_GEMM_BF16_WGMMA_CFG_96;
     if (ksplit < 0 || ksplit > 8 ||
-        (ksplit > 1 && (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128 || narrow)))
+        (ksplit > 1 && (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128 || narrow || cfg == TINFER_GEMM_BF16_WGMMA_CFG_192)))
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
                               "gemm_bf16 wgmma: split-K factor %d (0 = auto, 1..8; none with "
-                              "ping-pong, 72- or 96-wide tiles)",
+                              "ping-pong, 72-, 96- or 192-wide tiles)",
                               (int)ksplit);
     if (narrow && a->swiglu)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED,
@@ -1270,6 +1289,7 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO) cfg = tinfer_gemm_bf16_wgmma_pick_cfg(a->M, tinfer_gemm_bf16_nout(*a), a->swiglu, n_sm);
     if (ksplit == 0) ksplit = 1;
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_256) return ws_launch<256, false>(a, dev, n_sm, ksplit, false, s, err);
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_192) return ws_launch<192, false>(a, dev, n_sm, 1, false, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_128) return ws_launch<128, false>(a, dev, n_sm, ksplit, false, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_144) return ws_launch<144, false>(a, dev, n_sm, ksplit, false, s, err);
     /* the picked 72-wide tiles multicast X over clusters of 2 with TINFER_GEMM_WGMMA_MC=1 */
@@ -1279,7 +1299,7 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
         return ws_launch<96, false>(a, dev, n_sm, 1, false, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_PP128) return ws_launch<128, true>(a, dev, n_sm, 1, false, s, err);
     return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
-                          "gemm_bf16 wgmma: tile config %d (256, 144, 128, 96, 72, %d for ping-pong 128, %d for 72 with X multicast)", (int)cfg,
+                          "gemm_bf16 wgmma: tile config %d (256, 192, 144, 128, 96, 72, %d for ping-pong 128, %d for 72 with X multicast)", (int)cfg,
                           TINFER_GEMM_BF16_WGMMA_CFG_PP128, TINFER_GEMM_BF16_WGMMA_CFG_72MC);
 }
 

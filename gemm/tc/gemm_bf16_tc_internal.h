@@ -31,8 +31,8 @@ tinfer_status tinfer_gemm_bf16_mma_split(const tinfer_gemm_bf16_args *a, int32_t
 
 /* Rung 3 with its tile configuration picked per shape (tinfer_gemm_bf16_wgmma_pick_cfg). */
 tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
-/* Rung 3 tile configurations: 128 x 256, 128 x 144, 128 x 128 and 128 x 72 tiles shared by both
- * consumer warpgroups (ids = the tile width; 72, 96: no split-K, no SwiGLU), 128 x 128 tiles owned by
+/* Rung 3 tile configurations: 128 x 256, 128 x 192, 128 x 144, 128 x 128 and 128 x 72 tiles shared by both
+ * consumer warpgroups (ids = the tile width; 72, 96: no split-K, no SwiGLU; 192: no split-K), 128 x 128 tiles owned by
  * one consumer each (ping-pong), or AUTO. */
 #define TINFER_GEMM_BF16_WGMMA_CFG_AUTO 0
 #define TINFER_GEMM_BF16_WGMMA_CFG_PP128 1
@@ -44,6 +44,8 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws(const tinfer_gemm_bf16_args *a, cudaStre
 /* 128 x 72 tiles walked in pairs by clusters of 2 CTAs that multicast their X tile halves */
 #define TINFER_GEMM_BF16_WGMMA_CFG_72MC 2
 #define TINFER_GEMM_BF16_WGMMA_CFG_256 256
+/* 128 x 192 tiles: no split-K (TINFER_GEMM_BF16_WGMMA_192 in bf16.h) */
+#define TINFER_GEMM_BF16_WGMMA_CFG_192 192
 /* The split kernel's tile widths, and each one's row in the co-resident cluster tables. */
 #define TINFER_GEMM_BF16_WGMMA_WIDTHS 3
 static inline int tinfer_gemm_bf16_wgmma_width_index(int32_t bn) { return bn == 256 ? 1 : bn == 144 ? 2 : 0; }

@@ -71,7 +71,7 @@ typedef struct test_case {
 } test_case;
 
 /* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
- * tile configuration id (72, 128, 144, 256, TINFER_GEMM_BF16_WGMMA_CFG_PP128 or _72MC) + 1000 x split-K factor, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
+ * tile configuration id (72, 96, 128, 144, 192, 256, TINFER_GEMM_BF16_WGMMA_CFG_PP128 or _72MC) + 1000 x split-K factor, 's' = rung 04 with config * 10 + split factor, 'd' = dispatcher path,
  * 'p' = GEMV rung 07 with launch configuration g07_cfgs[id], 'b' = GEMV rung 09 with
  * launch configuration g09_cfgs[id], 'k' = rung 05 with token tile id % 100 and
  * split factor id / 100, 'y' = rung 06 with token tile id % 100, cluster id / 100 % 10 and split
@@ -478,6 +478,11 @@ static void split_pick(void) {
          * where 72 needs two (with TINFER_GEMM_BF16_WGMMA_96); at M = 256, 86 tiles of 72 fit one */
         {512, 3072, 576, 0, roomy, 0, TINFER_GEMM_BF16_WGMMA_96 ? 96 : 0},
         {256, 3072, 576, 0, roomy, 0, 72},
+        /* 128 x 192 tiles (with TINFER_GEMM_BF16_WGMMA_192): SmolLM2 gate/up at M = 2048, 256
+         * tiles in two rounds where 128 takes three (384 tiles); Llama-3-8B QKV at M = 512, 128
+         * tiles in one round where 256 leaves 36 SMs idle (96 tiles, too many to split) */
+        {2048, 3072, 576, 0, roomy, 0, TINFER_GEMM_BF16_WGMMA_192 ? 192 : 128},
+        {512, 6144, 4096, 0, roomy, 0, TINFER_GEMM_BF16_WGMMA_192 ? 192 : 256},
     };
     for (const auto &c : cs) {
         int32_t cfg = 0, ks = 0;
@@ -485,7 +490,7 @@ static void split_pick(void) {
         tinfer_gemm_bf16_wgmma_pick_split(c.M, nout, c.K, c.sw, 132, c.t, &cfg, &ks);
         const int64_t cols = c.sw ? cfg / 2 : cfg, tiles = ((c.M + 127) / 128) * ((nout + cols - 1) / cols);
         const int64_t kb = (c.K + 63) / 64, kper = (kb + ks - 1) / ks;
-        const bool ok = (cfg == 72 || cfg == 96 || cfg == 128 || cfg == 144 || cfg == 256) && ks >= 1 && ks <= 8 && (ks > 1) == (c.want_split != 0) &&
+        const bool ok = (cfg == 72 || cfg == 96 || cfg == 128 || cfg == 144 || cfg == 192 || cfg == 256) && ks >= 1 && ks <= 8 && (ks > 1) == (c.want_split != 0) &&
                         (!c.want_cfg || cfg == c.want_cfg) &&
                         (ks == 1 || (tiles <= c.t[tinfer_gemm_bf16_wgmma_width_index(cfg)][ks] &&
                                      kper >= TINFER_GEMM_BF16_WGMMA_SPLIT_MIN_KB));
@@ -720,6 +725,7 @@ int main(int argc, char **argv) {
                                /* rung 03 with each tile configuration forced (its entry picks one per shape) */
                                {'w', 128, "wgmma128"},    {'w', 256, "wgmma256"},    {'w', 144, "wgmma144"},
                                {'w', 72, "wgmma72"},      {'w', TINFER_GEMM_BF16_WGMMA_CFG_72MC, "wgmma72mc"}, {'w', 96, "wgmma96"},
+                               {'w', 192, "wgmma192"},
                                {'w', TINFER_GEMM_BF16_WGMMA_CFG_PP128, "wgmma_pp128"},
                                /* rung 03 split-K over a cluster (id = tile width + 1000 x factor) */
                                {'w', 2000 + 128, "wgmma128/k2"}, {'w', 3000 + 256, "wgmma256/k3"},
