@@ -53,6 +53,12 @@
  *    (H200, session 14, graph: 5.05 us against 5.81 at 128 wide and cuBLAS 5.33). Two
  *    accumulator chains (even / odd k16 steps) in the 72- and 96-wide mainloop made every cell
  *    2-8% slower (session 14); one chain stays.
+ *  - 128 x 192 tiles (m64n192k16, 4 stages of 40 KB, two 96-row W boxes; unsplit, any epilogue):
+ *    for shapes whose 128 x 256 tiles leave a round part-empty and whose 128 x 128 tiles need one
+ *    round more (SmolLM2 gate/up at 2048 tokens: 256 tiles in 2 rounds against 384 in 3; Llama-3-8B
+ *    QKV at 512: 128 tiles where 256 gives 96 CTAs to 132 SMs). Built in session 19 without a
+ *    GPU: forced only (cfg 192) until measured, then a candidate of the width rule
+ *    (TINFER_GEMM_BF16_WGMMA_192). ptxas: 168 registers, no spills, as the other widths.
  *  - X multicast (MC instantiation, cfg TINFER_GEMM_BF16_WGMMA_CFG_72MC or TINFER_GEMM_WGMMA_MC=1
  *    for the picked 72-wide tiles): clusters of 2 CTAs walk pairs of tiles (tm, 2p) and (tm, 2p + 1)
  *    that need the same X tile; each loads its 64-row half once with a multicast TMA into both
