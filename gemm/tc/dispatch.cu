@@ -155,11 +155,28 @@ extern "C" tinfer_gemv_bf16_kernel tinfer_gemv_bf16_pick(const tinfer_gemm_bf16_
     return TINFER_GEMV_BF16_CP_ASYNC;
 }
 
+/* Rung 06's pick for a call's own outputs, computed at most once per route (it is asked by rule
+ * 2, rule g2 and the route's description; 25-30 ns each on a desktop core). */
+typedef struct tiny_choice {
+    bool done;
+    int32_t bt, split, stages, wgs;
+} tiny_choice;
+static int32_t tiny_of(const tinfer_gemm_bf16_args *a, int n_sm, tiny_choice *t) {
+    if (!t->done) {
+        t->bt = tinfer_gemm_bf16_tiny_pick(a->M, tinfer_gemm_bf16_nout(*a), a->K, a->swiglu, n_sm, &t->split, &t->stages,
+                                           &t->wgs);
+        t->done = true;
+    }
+    return t->bt;
+}
+
 /* Step 1: the path of an AUTO call (rules 1-5 in the header). SwiGLU is not known to the public
  * tinfer_gemm_bf16_choose, so rule 2 counts N as plain outputs for every call. */
-static tinfer_gemm_bf16_path auto_path(int64_t M, int64_t N, int64_t K, int cc_major, int n_sm) {
+static tinfer_gemm_bf16_path auto_path(const tinfer_gemm_bf16_args *a, int cc_major, int n_sm, tiny_choice *t) {
+    const int64_t M = a->M, N = a->N, K = a->K;
     if (M <= TINFER_GEMM_BF16_GEMV_MAX_M) return TINFER_GEMM_BF16_PATH_GEMV;
-    if (cc_major == 9 && tinfer_gemm_bf16_tiny_pick(M, N, K, 0, n_sm, NULL, NULL, NULL)) return TINFER_GEMM_BF16_PATH_GEMM;
+    if (cc_major == 9 && (a->swiglu ? tinfer_gemm_bf16_tiny_pick(M, N, K, 0, n_sm, NULL, NULL, NULL) : tiny_of(a, n_sm, t)))
+        return TINFER_GEMM_BF16_PATH_GEMM;
     if (stream_rung(M, N, K)) return TINFER_GEMM_BF16_PATH_GEMV;
     if (M <= TINFER_GEMM_BF16_SMALL_W_MAX_M && (M + 15) / 16 * N * K * 2 <= TINFER_GEMM_BF16_SMALL_W_TRAFFIC)
         return TINFER_GEMM_BF16_PATH_GEMV;
@@ -167,7 +184,7 @@ static tinfer_gemm_bf16_path auto_path(int64_t M, int64_t N, int64_t K, int cc_m
 }
 
 /* Step 2b: the prefill rung on the GEMM path (rules g1-g6 in the header) */
-static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a, int cc_major, int n_sm) {
+static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a, int cc_major, int n_sm, tiny_choice *t) {
     switch (gemm_force()) {
     case 3: return TINFER_GEMM_BF16_MMA_SYNC;
     case 4: return TINFER_GEMM_BF16_WGMMA_WS;
@@ -177,10 +194,10 @@ static tinfer_gemm_bf16_kernel gemm_rung(const tinfer_gemm_bf16_args *a, int cc_
     case 8: return TINFER_GEMM_BF16_WGMMA_TINY;
     }
     if (cc_major != 9) return TINFER_GEMM_BF16_WMMA;
-    const int64_t nout = tinfer_gemm_bf16_nout(*a);
-    if (tinfer_gemm_bf16_tiny_pick(a->M, nout, a->K, a->swiglu, n_sm, NULL, NULL, NULL)) return TINFER_GEMM_BF16_WGMMA_TINY;
+    if (tiny_of(a, n_sm, t)) return TINFER_GEMM_BF16_WGMMA_TINY;
     if (a->M <= TINFER_GEMM_BF16_SKINNY_MAX_M && a->N * a->K * 2 >= TINFER_GEMM_BF16_SKINNY_MIN_W)
         return TINFER_GEMM_BF16_WGMMA_SKINNY;
+    const int64_t nout = tinfer_gemm_bf16_nout(*a);
     const int64_t bn = a->swiglu ? TINFER_GEMM_BF16_WGMMA_TILE_N / 2 : TINFER_GEMM_BF16_WGMMA_TILE_N;
     const int64_t tiles = ((a->M + TINFER_GEMM_BF16_WGMMA_TILE_M - 1) / TINFER_GEMM_BF16_WGMMA_TILE_M) *
                           ((nout + bn - 1) / bn);
@@ -198,20 +215,25 @@ extern "C" tinfer_gemm_bf16_route tinfer_gemm_bf16_route_for(const tinfer_gemm_b
                                                             int cc_major, int n_sm) {
     tinfer_gemm_bf16_route r;
     memset(&r, 0, sizeof r);
+    tiny_choice t;
+    memset(&t, 0, sizeof t);
     if (path == TINFER_GEMM_BF16_PATH_AUTO) {
         const int f = gemm_force();
         path = f == 1 ? TINFER_GEMM_BF16_PATH_GEMV
                : f >= 2 ? TINFER_GEMM_BF16_PATH_GEMM
-                        : auto_path(a->M, a->N, a->K, cc_major, n_sm);
+                        : auto_path(a, cc_major, n_sm, &t);
     }
     r.path = path;
     if (path == TINFER_GEMM_BF16_PATH_GEMV) {
         r.rung = (int32_t)tinfer_gemv_bf16_pick(a, cc_major, n_sm);
     } else if (path == TINFER_GEMM_BF16_PATH_GEMM) {
-        r.rung = (int32_t)gemm_rung(a, cc_major, n_sm);
-        if (r.rung == TINFER_GEMM_BF16_WGMMA_TINY)
-            r.tiny_bt = tinfer_gemm_bf16_tiny_pick(a->M, tinfer_gemm_bf16_nout(*a), a->K, a->swiglu, n_sm, &r.tiny_split,
-                                                   &r.tiny_stages, &r.tiny_wgs);
+        r.rung = (int32_t)gemm_rung(a, cc_major, n_sm, &t);
+        if (r.rung == TINFER_GEMM_BF16_WGMMA_TINY && tiny_of(a, n_sm, &t)) {
+            r.tiny_bt = t.bt;
+            r.tiny_split = t.split;
+            r.tiny_stages = t.stages;
+            r.tiny_wgs = t.wgs;
+        }
     }
     return r;
 }
