@@ -134,10 +134,10 @@
  * reduction barriers (a rank owns at most 8 / 2 units of a tile) */
 #define WS_BAR_BYTES 256
 
-/* Geometry of one tile width BN (256: the large-problem tile; 128: twice the tiles, for problems
+/* Geometry of one tile width BN (256: the large-problem tile; 192, 128: more tiles, for problems
  * whose 128 x 256 tiles leave SMs idle or quantize badly into waves; 144: for outputs 144 divides
  * and 128 does not, 576 = 4 x 144 being SmolLM2's hidden size, split-K only). Stages fill about
- * the same ~192 KB: 4 x 48 KB, 6 x 32 KB or 5 x 34 KB. SMEM: + 1024 so the stage buffers can start 1024-byte aligned
+ * the same ~192 KB: 4 x 48 KB, 6 x 32 KB or 5 x 34 KB (192: 4 x 40 KB). SMEM: + 1024 so the stage buffers can start 1024-byte aligned
  * for the 128B swizzle (§2); + 256 barriers; + 8 warps' epilogue scratch: 231,680 B, under the
  * 232,448 B (227 KB) per-block limit. */
 template <int BN, bool TS = false> struct WsGeo {
