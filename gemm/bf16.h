@@ -291,8 +291,10 @@ typedef enum tinfer_gemm_bf16_path {
  * down M = 512 (72 CTAs) 6.47 / 6.65 against the pick before (rung 03, 128 x 128 split 4) 7.55 /
  * 8.10, rung 06's best one-warpgroup form (split 3 through 4 stages) 7.24 / 7.76, the same
  * 12-stage ring with one warpgroup 9.63 / 9.83, cuBLAS 5.22 / 6.24. Down takes it for 449..896
- * tokens (below, 64-token tiles split 2 fit one wave); measured at 512 only. K is capped where it
- * was measured (1536): Llama-3-8B's K = 4096 / 14336 at 16-64 tokens were not. */
+ * tokens (below, 64-token tiles split 2 fit one wave); measured at 512 only. K is capped at 2048:
+ * above the one K measured (1536), below Llama-3-8B's K = 4096 / 14336 (not measured through the
+ * ring at 16-64 tokens). Plain shapes of K 833-2048 that fit one wave take the ring unmeasured
+ * (gemm/bench_bf16/ROUTES.md: none of the model shapes but SmolLM2 down). */
 #define TINFER_GEMM_BF16_TINY_RING_STAGES 12
 #define TINFER_GEMM_BF16_TINY_RING_WG 2
 #define TINFER_GEMM_BF16_TINY_RING_MAX_K 2048
