@@ -420,12 +420,14 @@ typedef struct tinfer_gemm_bf16_route {
 
 /* The route of a call with these arguments and path argument on a device of compute capability
  * cc_major with n_sm SMs (0, 0: no device): the rules in gemm/tc/dispatch.cu, TINFER_GEMM_FORCE
- * applied as tinfer_gemm_bf16 applies it. Host arithmetic, no device call, no argument check:
- * tinfer_gemm_bf16 runs exactly this route on the current device. */
+ * applied as tinfer_gemm_bf16 applies it. Host arithmetic, no device call, no argument check
+ * beyond a NULL a (path AUTO, rung 0 returned): tinfer_gemm_bf16 runs exactly this route on the
+ * current device. */
 tinfer_gemm_bf16_route tinfer_gemm_bf16_route_for(const tinfer_gemm_bf16_args *a, tinfer_gemm_bf16_path path,
                                                   int cc_major, int n_sm);
-/* A short name of a route ("gemv 08", "gemm 03", "gemm 06 t16 k/4 wg2", "gemm 06 t64 ring12 wg2")
- * written into buf (n bytes, truncated to fit); returns buf. */
+/* A short name of a route ("gemv 08", "gemm 03", "gemm 06 t16 k/4 wg2", "gemm 06 t64 ring12 wg2";
+ * "none" for NULL or a route of path AUTO) written into buf (n bytes, truncated to fit); returns
+ * buf ("" when buf is NULL or n is 0). */
 const char *tinfer_gemm_bf16_route_name(const tinfer_gemm_bf16_route *r, char *buf, size_t n);
 
 /* Which decode rung the GEMV path runs for these arguments on a device of compute capability

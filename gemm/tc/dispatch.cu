@@ -217,6 +217,7 @@ extern "C" tinfer_gemm_bf16_route tinfer_gemm_bf16_route_for(const tinfer_gemm_b
     memset(&r, 0, sizeof r);
     tiny_choice t;
     memset(&t, 0, sizeof t);
+    if (!a) return r; /* path 0 (AUTO): no route */
     if (path == TINFER_GEMM_BF16_PATH_AUTO) {
         const int f = gemm_force();
         path = f == 1 ? TINFER_GEMM_BF16_PATH_GEMV
@@ -241,7 +242,9 @@ extern "C" tinfer_gemm_bf16_route tinfer_gemm_bf16_route_for(const tinfer_gemm_b
 extern "C" const char *tinfer_gemm_bf16_route_name(const tinfer_gemm_bf16_route *r, char *buf, size_t n) {
     if (!buf || n == 0) return "";
     int w;
-    if (r->path == TINFER_GEMM_BF16_PATH_GEMV) {
+    if (!r || r->path == TINFER_GEMM_BF16_PATH_AUTO) {
+        w = snprintf(buf, n, "none");
+    } else if (r->path == TINFER_GEMM_BF16_PATH_GEMV) {
         w = snprintf(buf, n, "gemv %02d", (int)r->rung);
     } else if (r->path != TINFER_GEMM_BF16_PATH_GEMM) {
         w = snprintf(buf, n, "path %d?", (int)r->path);

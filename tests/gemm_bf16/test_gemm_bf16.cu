@@ -642,6 +642,19 @@ static void route_choice(int cc, int n_sm) {
         {"SmolLM2 gate/up SwiGLU", 64, 3072, 576, 1, "gemm 06 t32 wg1", "gemm 01"},
         {"SwiGLU 2048 x 2048", 128, 2048, 2048, 1, "gemm 04", "gemm 01"}, /* 4 wgmma tiles, no rung-06 tier */
     };
+    { /* no arguments: no route, named "none"; a short buffer gets a terminated prefix */
+        const tinfer_gemm_bf16_route r = tinfer_gemm_bf16_route_for(NULL, TINFER_GEMM_BF16_PATH_AUTO, 9, 132);
+        char got[64], tiny[5];
+        tinfer_gemm_bf16_route_name(&r, got, sizeof got);
+        tinfer_gemm_bf16_args a;
+        memset(&a, 0, sizeof a);
+        a.M = 512; a.N = 576; a.K = 1536;
+        const tinfer_gemm_bf16_route ring = tinfer_gemm_bf16_route_for(&a, TINFER_GEMM_BF16_PATH_AUTO, 9, 132);
+        tinfer_gemm_bf16_route_name(&ring, tiny, sizeof tiny);
+        const bool ok = r.path == TINFER_GEMM_BF16_PATH_AUTO && r.rung == 0 && !strcmp(got, "none") && !strcmp(tiny, "gemm");
+        printf("%s route of NULL args: \"%s\"; a 5-byte name: \"%s\"\n", ok ? "ok  " : "FAIL", got, tiny);
+        if (!ok) g_fail++;
+    }
     for (const auto &c : cs) {
         for (int nodev = 0; nodev < 2; nodev++) {
             tinfer_gemm_bf16_args a;
