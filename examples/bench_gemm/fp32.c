@@ -86,6 +86,8 @@ static void usage(void) {
            "         [--png FILE] [--tune] [--tune-only] [--tune-file PATH] [--max-slow N]\n"
            "         [--cap SECONDS] [--iters MIN,MAX]\n"
            "       tinfer-bench-gemm bf16 ...   (the BF16 tensor-core benchmark)\n"
+           "       tinfer-bench-gemm route [--cc C] [--sm N] (M N K [swiglu] | --table)\n"
+           "                                    (the BF16 dispatcher's kernel for a shape; no GPU needed)\n"
            "Rungs: 0/cublas, 1..%d; 'all' = cuBLAS + every rung. --sweep adds square sizes\n"
            "128..8192 (powers of two). Rungs 1-3 skip sizes above --max-slow (default 4096).\n",
            MAX_RUNGS - 1);
