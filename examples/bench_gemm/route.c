@@ -7,12 +7,15 @@
  * The route is host arithmetic (tinfer_gemm_bf16_route_for, gemm/tc/dispatch.cu) on a device of
  * compute capability C with N SMs, an H200 (9, 132) unless given, so it runs without a GPU.
  * gemm/bench_bf16/ROUTES.md is `--table` (test bf16_routes checks it); regenerate it with
- *   build/examples/tinfer-bench-gemm route --table > gemm/bench_bf16/ROUTES.md
+ *   build/bin/tinfer-bench-gemm route --table > gemm/bench_bf16/ROUTES.md
+ * A shape the launch would refuse (tinfer_gemm_bf16_check: K not a multiple of 8, odd N with
+ * SwiGLU, ...) is refused here with the same message.
  * TINFER_GEMM_FORCE applies as it does to the launch; --table refuses to run under it.
  */
 #include "gemm/bf16.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,10 +99,11 @@ int tinfer_bench_gemm_route(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--table")) {
             want_table = 1;
         } else if (argv[i][0] != '-' && nd < 4) {
-            dims[nd] = parse_int(argv[i], nd == 3 ? 0 : 1, nd == 3 ? 1 : ((int64_t)1 << 40));
+            /* up to 2^31 - 1: the launchers' limit, and the rules' byte counts stay far from overflow */
+            dims[nd] = parse_int(argv[i], nd == 3 ? 0 : 1, nd == 3 ? 1 : INT32_MAX);
             if (dims[nd] < 0) {
                 fprintf(stderr, "error: %s (got '%s')\n",
-                        nd == 3 ? "swiglu must be 0 or 1" : "M, N and K must be whole numbers from 1 to 2^40", argv[i]);
+                        nd == 3 ? "swiglu must be 0 or 1" : "M, N and K must be whole numbers from 1 to 2^31 - 1", argv[i]);
                 return 2;
             }
             nd++;
@@ -120,12 +124,24 @@ int tinfer_bench_gemm_route(int argc, char **argv) {
         table(cc, n_sm);
         return 0;
     }
-    const int swiglu = nd == 4 ? (int)dims[3] : 0;
-    if (swiglu && dims[1] % 2) {
-        fprintf(stderr, "error: swiglu needs an even N (got %lld)\n", (long long)dims[1]);
+    /* the call as the launch would see it (placeholder 16-byte aligned pointers, dense rows) */
+    tinfer_gemm_bf16_args a;
+    memset(&a, 0, sizeof a);
+    a.M = dims[0];
+    a.N = dims[1];
+    a.K = dims[2];
+    a.swiglu = nd == 4 ? (int32_t)dims[3] : 0;
+    a.X = a.W = (const uint16_t *)(uintptr_t)256;
+    a.Y = (void *)(uintptr_t)256;
+    a.ldx = a.ldw = a.K;
+    a.ldy = a.swiglu ? a.N / 2 : a.N;
+    a.y_dtype = TINFER_DTYPE_BF16;
+    tinfer_err err;
+    if (tinfer_gemm_bf16_check(&a, "route", &err) != TINFER_OK) {
+        fprintf(stderr, "error: %s\n", err.msg);
         return 2;
     }
     char buf[64];
-    printf("%s\n", route_of(dims[0], dims[1], dims[2], swiglu, cc, n_sm, buf, sizeof buf));
+    printf("%s\n", route_of(a.M, a.N, a.K, a.swiglu, cc, n_sm, buf, sizeof buf));
     return 0;
 }

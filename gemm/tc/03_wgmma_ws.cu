@@ -1005,12 +1005,12 @@ tinfer_status tinfer_gemm_bf16_tma_map_box(CUtensorMap *map, const uint16_t *bas
  * (pipeline fill, epilogue), counted in whole rounds of tiles over the SMs (the persistent grid's
  * waves). The ping-pong configuration is not picked: it measured no faster than the cooperative
  * 128 x 128 tile (file comment). */
-int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm) {
+static int32_t ws_pick_width(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm, bool allow192) {
     int32_t best = TINFER_GEMM_BF16_WGMMA_CFG_256;
     int64_t best_cost = -1;
     const int64_t tiles_m = (M + WS_BM - 1) / WS_BM;
     for (int32_t bn : {256, 192, 128}) {
-        if (bn == 192 && !TINFER_GEMM_BF16_WGMMA_192) continue;
+        if (bn == 192 && !allow192) continue;
         const int64_t cols = swiglu ? bn / 2 : bn;
         const int64_t tiles = tiles_m * ((nout + cols - 1) / cols);
         const int64_t rounds = (tiles + n_sm - 1) / n_sm;
@@ -1021,6 +1021,9 @@ int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu,
         }
     }
     return best;
+}
+int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm) {
+    return ws_pick_width(M, nout, swiglu, n_sm, TINFER_GEMM_BF16_WGMMA_192 != 0);
 }
 
 /* 128 x 72 or 128 x 96 tiles: plain outputs, K <= TINFER_GEMM_BF16_WGMMA_72_MAX_K, and cheaper
@@ -1292,7 +1295,9 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
         if (st != TINFER_OK) return st;
         tinfer_gemm_bf16_wgmma_pick_split(a->M, tinfer_gemm_bf16_nout(*a), a->K, a->swiglu, n_sm, cl, &cfg, &ksplit);
     }
-    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO) cfg = tinfer_gemm_bf16_wgmma_pick_cfg(a->M, tinfer_gemm_bf16_nout(*a), a->swiglu, n_sm);
+    /* the width rule alone (a split factor given): among the widths that split when one is asked */
+    if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_AUTO)
+        cfg = ws_pick_width(a->M, tinfer_gemm_bf16_nout(*a), a->swiglu, n_sm, TINFER_GEMM_BF16_WGMMA_192 != 0 && ksplit <= 1);
     if (ksplit == 0) ksplit = 1;
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_256) return ws_launch<256, false>(a, dev, n_sm, ksplit, false, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_192) return ws_launch<192, false>(a, dev, n_sm, 1, false, s, err);

@@ -27,7 +27,9 @@ def main(tool, root):
                          "build/bin/tinfer-bench-gemm route --table > gemm/bench_bf16/ROUTES.md"):
         return 1
     for bad in (["route", "0", "576", "576"], ["route", "16", "576"], ["route", "16", "575", "576", "1"],
-                ["route", "--sm", "x", "16", "576", "576"], ["route", "--table", "16", "576", "576"]):
+                ["route", "--sm", "x", "16", "576", "576"], ["route", "--table", "16", "576", "576"],
+                ["route", "16", "576", "575"],                      # K not a multiple of 8: the launch's check
+                ["route", "16", str(2**31), "576"]):               # past the launchers' 2^31 - 1
         r = subprocess.run([tool] + bad, capture_output=True, text=True, timeout=60, env=env)
         lines = r.stderr.strip().splitlines()
         if r.returncode != 2 or len(lines) != 1 or r.stdout:
