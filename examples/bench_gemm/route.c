@@ -141,7 +141,8 @@ int tinfer_bench_gemm_route(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 2;
     }
+    const tinfer_gemm_bf16_route r = tinfer_gemm_bf16_route_for(&a, TINFER_GEMM_BF16_PATH_AUTO, cc, n_sm);
     char buf[64];
-    printf("%s\n", route_of(a.M, a.N, a.K, a.swiglu, cc, n_sm, buf, sizeof buf));
+    printf("%s\n", tinfer_gemm_bf16_route_name(&r, buf, sizeof buf));
     return 0;
 }
