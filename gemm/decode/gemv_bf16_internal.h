@@ -12,6 +12,9 @@
 /* Tokens handled per pass over W by rungs 02..04 (one mma n16 pair in rung 04). */
 #define TINFER_GEMV_BF16_MT 16
 
+/* tinfer_gemv_bf16 on arguments that already passed tinfer_gemm_bf16_check (the dispatcher) */
+tinfer_status tinfer_gemv_bf16_run(tinfer_gemv_bf16_kernel kernel, const tinfer_gemm_bf16_args *a, cudaStream_t stream,
+                                   tinfer_err *err);
 tinfer_status tinfer_gemv_bf16_thread_per_row(const tinfer_gemm_bf16_args *a, cudaStream_t s,
                                               tinfer_err *err);
 tinfer_status tinfer_gemv_bf16_warp_per_row(const tinfer_gemm_bf16_args *a, cudaStream_t s,

@@ -35,6 +35,7 @@
  */
 #include "gemm/bf16.h"
 #include "gemm/cuda/device.h"
+#include "gemm/decode/gemv_bf16_internal.h"
 #include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 
@@ -85,10 +86,9 @@ extern "C" tinfer_status tinfer_gemm_bf16_check(const tinfer_gemm_bf16_args *a, 
     return TINFER_OK;
 }
 
-extern "C" tinfer_status tinfer_gemm_bf16_tc(tinfer_gemm_bf16_kernel kernel, const tinfer_gemm_bf16_args *a,
-                                             cudaStream_t stream, tinfer_err *err) {
-    tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
-    if (st != TINFER_OK) return st;
+/* One prefill rung on arguments that passed tinfer_gemm_bf16_check */
+static tinfer_status tc_run(tinfer_gemm_bf16_kernel kernel, const tinfer_gemm_bf16_args *a, cudaStream_t stream,
+                            tinfer_err *err) {
     switch (kernel) {
     case TINFER_GEMM_BF16_WMMA: return tinfer_gemm_bf16_wmma(a, stream, err);
     case TINFER_GEMM_BF16_MMA_SYNC: return tinfer_gemm_bf16_mma(a, TINFER_GEMM_BF16_MMA_CFG_AUTO, stream, err);
@@ -99,6 +99,12 @@ extern "C" tinfer_status tinfer_gemm_bf16_tc(tinfer_gemm_bf16_kernel kernel, con
     case TINFER_GEMM_BF16_WGMMA_TINY: return tinfer_gemm_bf16_tiny(a, 0, 0, 0, stream, err);
     }
     return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16: unknown kernel %d", (int)kernel);
+}
+
+extern "C" tinfer_status tinfer_gemm_bf16_tc(tinfer_gemm_bf16_kernel kernel, const tinfer_gemm_bf16_args *a,
+                                             cudaStream_t stream, tinfer_err *err) {
+    const tinfer_status st = tinfer_gemm_bf16_check(a, "gemm_bf16", err);
+    return st != TINFER_OK ? st : tc_run(kernel, a, stream, err);
 }
 
 /* TINFER_GEMM_FORCE, read once: 0 none, 1 gemv, 2 gemm, 3 gemm with rung 02 (mma), 4 with rung
@@ -283,6 +289,7 @@ extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer
     int major, n_sm;
     device_info(&major, &n_sm);
     const tinfer_gemm_bf16_route r = tinfer_gemm_bf16_route_for(a, path, major, n_sm);
-    if (r.path == TINFER_GEMM_BF16_PATH_GEMV) return tinfer_gemv_bf16((tinfer_gemv_bf16_kernel)r.rung, a, stream, err);
-    return tinfer_gemm_bf16_tc((tinfer_gemm_bf16_kernel)r.rung, a, stream, err);
+    /* the arguments were checked above */
+    if (r.path == TINFER_GEMM_BF16_PATH_GEMV) return tinfer_gemv_bf16_run((tinfer_gemv_bf16_kernel)r.rung, a, stream, err);
+    return tc_run((tinfer_gemm_bf16_kernel)r.rung, a, stream, err);
 }
