@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tinfer builds with (only those missing). Needs root or sudo.
 set -euo pipefail
-pkgs=(cmake make gcc pkg-config libcjson-dev libpcre2-dev libstb-dev python3 python3-pip unzip
+pkgs=(cmake make gcc pkg-config libcjson-dev libpcre2-dev libstb-dev python3 python3-pip python3-venv unzip
       clang libclang-rt-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -13,10 +13,16 @@ add_test(NAME convert_bad_input
          COMMAND test_convert_bad $<TARGET_FILE:tinfer-convert> ${CMAKE_BINARY_DIR}/tests/convert_bad)
 set_tests_properties(convert_bad_input PROPERTIES LABELS unit)
 
+# The cross-check against gguf-py runs with <build>/pytools (made by scripts/py-tools.sh, which
+# scripts/test.sh runs) when it exists, else with any Python 3; it reports "skipped" without gguf.
 find_package(Python3 COMPONENTS Interpreter QUIET)
-if(Python3_Interpreter_FOUND)
+set(_cv_py ${Python3_EXECUTABLE})
+if(EXISTS ${CMAKE_BINARY_DIR}/pytools/bin/python3)
+  set(_cv_py ${CMAKE_BINARY_DIR}/pytools/bin/python3)
+endif()
+if(_cv_py)
   add_test(NAME convert_vs_gguf_py
-           COMMAND ${Python3_EXECUTABLE} ${_cv}/check_gguf_py.py $<TARGET_FILE:tinfer-convert>
+           COMMAND ${_cv_py} ${_cv}/check_gguf_py.py $<TARGET_FILE:tinfer-convert>
                    ${CMAKE_BINARY_DIR}/tests/convert_py)
   set_tests_properties(convert_vs_gguf_py PROPERTIES LABELS unit SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 endif()
