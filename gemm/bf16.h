@@ -101,8 +101,8 @@ typedef enum tinfer_gemm_bf16_path {
  * the wgmma kernel's 128 x 256 tiles would fill less than 1 / TINFER_GEMM_BF16_MMA_WGMMA_FILL_DIV
  * of the SMs (tiles * DIV < SM count) and either K <= TINFER_GEMM_BF16_MMA_SHORT_K or
  * M <= TINFER_GEMM_BF16_MMA_LONG_K_MAX_M (one 64-row tile: W streamed once); rung 03 (wgmma)
- * otherwise; WMMA off sm_90. From the model-shape sweep in gemm/NOTES.md ("Prefill rung 2:
- * mma.sync", H200, 2026-12-02): every shape this routes to rung 02 got faster (SmolLM2 at
+ * otherwise; WMMA off sm_90. From the model-shape sweep in gemm/tc/README.md ("Rungs 01
+ * and 02", H200, 2026-12-02): every shape this routes to rung 02 got faster (SmolLM2 at
  * M = 128/512: 10-18 us vs 13-23 us; Llama-3-8B QKV/down at M = 32/64: 43/127 vs 53/146 us);
  * the shapes left on wgmma lost with rung 02 (SmolLM2 down at M = 2048: 48 tiles, 25.8 vs 23.0 us;
  * Llama QKV at M = 128: 47.5 vs 46.1; QKV / down at M = 512: 83 / 191 vs 49 / 140).
@@ -128,19 +128,19 @@ typedef enum tinfer_gemm_bf16_path {
 /* Rung 03's tile width (128 x 256 or 128 x 128, gemm/tc/03_wgmma_ws.cu): the one with the fewest
  * rounds-of-tiles x (width + TINFER_GEMM_BF16_WGMMA_TILE_FIXED), i.e. a tile costs its width in
  * columns plus a fixed overhead (pipeline fill, epilogue) counted in the same columns. From the
- * forced sweep (gemm/NOTES.md "wgmma tile width", H200 2026-12-02, 28 square and model shapes):
+ * forced sweep (gemm/tc/README.md "Tile widths", H200 2026-12-02, 28 square and model shapes):
  * 32 picks a width within 2% of the faster one on 27 of 28 shapes with stream timing, 26 with
  * graph timing (0 and 16 the same; 48 and 64 one fewer: Llama gate/up at M = 512, 189 vs 176 us). */
 #define TINFER_GEMM_BF16_WGMMA_TILE_FIXED 32
 /* Rung 03's split-K (tinfer_gemm_bf16_wgmma_pick_split in gemm/tc/03_wgmma_ws.cu): considered when
  * the picked width's tiles x SPLIT_FILL_DIV <= SMs; 128 x 256 tiles up to M = SPLIT_WIDE_MAX_M,
  * 128 x 128 above; the largest factor whose clusters all fit, >= SPLIT_MIN_KB k-blocks per CTA.
- * From the forced sweep (gemm/NOTES.md "Split-K in rung 03", H200 2026-12-02, us; co-resident
- * clusters of 2..8 CTAs: 66 39 30 22 17 15 15): Llama-3-8B down M = 16 / 64: 256 x 6 40.2 / 40.7
- * (best forced 256 x 4 38.7 / 39.7; 128-wide at best 54.3 / 46.9); down M = 128: 128 x 3 39.8 (best;
- * 256 x 6 45.6); QKV M = 16 / 64: 256 x 4 22.9 / 22.9 (best 256 x 3 22.4 / 22.0); QKV M = 128:
- * 128 x 2 20.4 (best; 256 x 3 25.9). At M <= 64 only one consumer computes and the weight stream
- * is the cost; at M = 128 the 128-wide tile halves the tensor-core time per CTA.
+ * From the forced sweep (gemm/tc/README.md "Split-K over a cluster", H200 2026-12-02, us;
+ * co-resident clusters of 2..8 CTAs: 66 39 30 22 17 15 15): Llama-3-8B down M = 16 / 64: 256 x 6
+ * 40.2 / 40.7 (best forced 256 x 4 38.7 / 39.7; 128-wide at best 54.3 / 46.9); down M = 128: 128 x
+ * 3 39.8 (best; 256 x 6 45.6); QKV M = 16 / 64: 256 x 4 22.9 / 22.9 (best 256 x 3 22.4 / 22.0); QKV
+ * M = 128: 128 x 2 20.4 (best; 256 x 3 25.9). At M <= 64 only one consumer computes and the weight
+ * stream is the cost; at M = 128 the 128-wide tile halves the tensor-core time per CTA.
  * Where the 128-wide tiles find no factor and 128 x 144 tiles cover fewer columns (N' = 576), the
  * fill test and the factor search use 144 (session 6 run 1, H200, graph / stream us: SmolLM2 down
  * M = 2048 144 x 2 9.80 / 10.38 against the unsplit 128 x 128 10.55 / 10.94). Where 128 splits it
@@ -193,17 +193,17 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMM_BF16_WGMMA_PDL_MAX_K 2048
 /* When the 128 x 256 tiles are too few (the FILL_DIV rule above), rung 04 (split-K mma.sync) takes
  * the shape only for K <= TINFER_GEMM_BF16_SPLIT_MAX_K; longer K goes to rung 03, which splits K
- * itself. Rung 03's split sweep (gemm/NOTES.md "Split-K in rung 03"): Llama-3-8B down M = 32 / 64
- * / 128 / 512 41 / 42 / 45 / 94 us against rung 04's 54 / 60 / 72 / 186, QKV M = 16-64 23 vs 24-25;
- * SmolLM2 (K <= 1536) at M = 128 / 512 rung 04 stays ahead or level (down 7.6 vs 11.2 us, QKV
- * 6.6 vs 8.7). Before rung 03 could split, rung 04 also took long K up to M = 64. */
+ * itself. Rung 03's split sweep (gemm/tc/README.md "Split-K over a cluster"): Llama-3-8B down M =
+ * 32 / 64 / 128 / 512 41 / 42 / 45 / 94 us against rung 04's 54 / 60 / 72 / 186, QKV M = 16-64 23
+ * vs 24-25; SmolLM2 (K <= 1536) at M = 128 / 512 rung 04 stays ahead or level (down 7.6 vs 11.2 us,
+ * QKV 6.6 vs 8.7). Before rung 03 could split, rung 04 also took long K up to M = 64. */
 #define TINFER_GEMM_BF16_SPLIT_MAX_K 2048
 /* Rung 04 keeps a few-tile shape only up to TINFER_GEMM_BF16_SPLIT_MAX_TILES tiles of 128 x 256;
  * beyond that rung 03 (split-K over a cluster where tiles are few) is faster. Since rung 03 stores
- * plain BF16 tiles in whole lines (H200 2026-12-02 18:45 UTC, gemm/NOTES.md "Whole-line
- * epilogue"): SmolLM2 at M = 128 QKV (4 tiles) 6.7 us on rung 04 vs 7.1 on rung 03, O (3) 6.4 vs
- * 6.6; gate/up (12) 9.3 vs 7.4; at M = 512 QKV (16) 9.1 vs 7.2, O (12) 8.1 vs 7.1. Longer rows
- * (down, K = 1536) kept rung 04 at every tile count until rung 03's split reduction pushed its
+ * plain BF16 tiles in whole lines (H200 2026-12-02 18:45 UTC, gemm/tc/README.md "The lesson
+ * is the epilogue"): SmolLM2 at M = 128 QKV (4 tiles) 6.7 us on rung 04 vs 7.1 on rung 03, O (3)
+ * 6.4 vs 6.6; gate/up (12) 9.3 vs 7.4; at M = 512 QKV (16) 9.1 vs 7.2, O (12) 8.1 vs 7.1. Longer
+ * rows (down, K = 1536) kept rung 04 at every tile count until rung 03's split reduction pushed its
  * partial sums (session 4, H200 2026-12-03, graph timing): down M = 512 (12 tiles) rung 03 7.67 us
  * vs rung 04 9.60 (pulled: 9.34); M = 128 (3 tiles) rung 04 still ahead, 6.15 vs 6.68. */
 #define TINFER_GEMM_BF16_SPLIT_MAX_TILES 8
@@ -229,12 +229,12 @@ typedef enum tinfer_gemm_bf16_path {
 /* The GEMM path runs rung 05 on sm_90 for M <= TINFER_GEMM_BF16_SKINNY_MAX_M when the weight has at
  * least TINFER_GEMM_BF16_SKINNY_MIN_W bytes (the LM head from 9 tokens up: below, GEMV rung 08
  * takes it, TINFER_GEMV_BF16_STREAM_MAX_M). Session 5 (H200, 2026-12-03, stream timing, us,
- * rung 05 vs the previous pick, gemm/NOTES.md "Rung 05"): SmolLM2 LM head M = 1 / 8 / 16 / 32 16.7 /
- * 17.0 / 17.6 / 19.0 vs 17.9 / 20.3 / 21.9 / 21.4 (cuBLAS 17.6 / 17.9 / 18.2 / 18.9); Llama-3-8B
- * M = 16 / 32: QKV 16.4 / 17.8 vs 21.9 / 21.4, gate/up 61.3 / 62.8 vs 70.3 / 68.3, down 32.8 / 34.9
- * vs 39.7 / 38.8; at M = 64 it lost to rung 03 on gate/up, down and the LM head (66.2 vs 64.9,
- * 39.8 vs 38.1, 21.5 vs 20.8) and won only on QKV (20.9 vs 21.5); on every SmolLM2 layer weight
- * (<= 3.5 MB) the GEMV and rungs 03 / 04 are 10-40% faster at every M. */
+ * rung 05 vs the previous pick, gemm/tc/README.md "Rung 05"): SmolLM2 LM head M = 1 / 8 / 16 / 32
+ * 16.7 / 17.0 / 17.6 / 19.0 vs 17.9 / 20.3 / 21.9 / 21.4 (cuBLAS 17.6 / 17.9 / 18.2 / 18.9);
+ * Llama-3-8B M = 16 / 32: QKV 16.4 / 17.8 vs 21.9 / 21.4, gate/up 61.3 / 62.8 vs 70.3 / 68.3, down
+ * 32.8 / 34.9 vs 39.7 / 38.8; at M = 64 it lost to rung 03 on gate/up, down and the LM head (66.2
+ * vs 64.9, 39.8 vs 38.1, 21.5 vs 20.8) and won only on QKV (20.9 vs 21.5); on every SmolLM2 layer
+ * weight (<= 3.5 MB) the GEMV and rungs 03 / 04 are 10-40% faster at every M. */
 #define TINFER_GEMM_BF16_SKINNY_MAX_M 32
 /* Rung 06 (06_wgmma_tiny.cu, one 64-output tile (32 with SwiGLU) x 16, 32 or 64 tokens per CTA,
  * every k-block in shared memory) takes a call on sm_90 above TINFER_GEMM_BF16_GEMV_MAX_M tokens
@@ -331,13 +331,13 @@ typedef enum tinfer_gemm_bf16_path {
  * 6.73 us on the GEMV vs 5.76 on rung 03 (cublasLt 8.28), while at M = 16 (one pass) the GEMV
  * keeps its lead (4.5 vs 5.7-7.2) and down (1.8 MB) at M = 32 too (5.4 vs 9+); the old rule,
  * weight <= 8 MB, sent gate/up at M = 32 to the GEMV. Chosen from
- * the sweep in gemm/NOTES.md ("BF16: dispatch threshold", H200, 2026-12-02): at M = 32 the GEMV
+ * the sweep in gemm/tc/README.md ("How a call is routed", H200, 2026-12-02): at M = 32 the GEMV
  * beat the wgmma kernel on every SmolLM2 shape but the 56 MB LM head, and lost on Llama-3-8B;
  * at M = 64 it still won on the SmolLM2 shapes up to 3.5 MB against wgmma, but not against the
- * split-K rung 04 that now takes those shapes (rung 04 forced vs the GEMV at M = 64, split-K run
- * in gemm/NOTES.md: gate/up 7.4 vs 10.9 us, down 6.6 vs 7.8, QKV 5.7 vs 5.6, O 5.5 vs 5.3; at
- * M = 32 the GEMV still wins or ties: gate/up 6.9 vs 7.0, QKV 5.0 vs 5.5). Hence 32.
- * GEMV_MAX_M: 8 since rung 03 splits K (session 3 sweep, gemm/NOTES.md "Split-K in rung 03"): at
+ * split-K rung 04 that now takes those shapes (rung 04 forced vs the GEMV at M = 64, split-K run,
+ * gemm/tc/README.md "Rung 04": gate/up 7.4 vs 10.9 us, down 6.6 vs 7.8, QKV 5.7 vs 5.6, O 5.5 vs
+ * 5.3; at M = 32 the GEMV still wins or ties: gate/up 6.9 vs 7.0, QKV 5.0 vs 5.5). Hence 32.
+ * GEMV_MAX_M: 8 since rung 03 splits K (gemm/tc/README.md, "Split-K over a cluster"): at
  * M = 16 the GEMV's 16-token pass (3 stages) lost to the split wgmma kernel on the large weights:
  * Llama-3-8B gate/up 80.1 vs 71.7 us, down 43.3 vs 40.2, SmolLM2 LM head 28.7 vs 22.9; QKV 22.0
  * vs 22.9. Up to M = 8 the GEMV stays within 7% of its M = 1 time. */
@@ -359,7 +359,7 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMV_BF16_SHORT_K 1024
 #define TINFER_GEMV_BF16_WIDE_N 16384
 /* Rung 08 also takes every other short row (K <= TINFER_GEMV_BF16_SHORT_K) up to
- * TINFER_GEMV_BF16_STREAM_MAX_M tokens. H200 session 9 run 3 (gemm/NOTES.md "Session 9", us):
+ * TINFER_GEMV_BF16_STREAM_MAX_M tokens. H200 session 9 run 3 (gemm/decode/README.md "Rung 08", us):
  * LM head at M = 1 / 8 / 16, stream timing, rung 08 15.47 / 15.65 / 17.77 against rung 05 (the
  * GEMM path's pick) 17.40 / 17.70 / 18.19 and cuBLAS 17.20 / 17.65 / 17.90; SmolLM2 QKV / O /
  * gate/up, graph timing (device time; stream timing is the host's launch cost there, 3-4 us

@@ -42,7 +42,7 @@ for s in $SETS; do
     echo "bench $s rc=$?"
 done
 
-# Short table: the headline rows (targets of gemm/NOTES.md), last.
+# Short table: the headline rows (as in gemm/tc/README.md and gemm/decode/README.md), last.
 echo "== copy bandwidth =="
 grep '^device' "$OUT/bench.log"
 echo "== square (wgmma vs cuBLAS) =="

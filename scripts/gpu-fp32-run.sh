@@ -63,7 +63,7 @@ if ! skip tune; then
   stamp "autotune"
   "$BIN/tinfer-bench-gemm" --tune-only --tune-file "$TUNE" > "$OUT/tune.tmp" 2>&1
   echo "tune rc=$?"; grep -E "winner|grid|written|error" "$OUT/tune.tmp"
-  echo "(every candidate, for NOTES.md:)"; grep -vE "winner" "$OUT/tune.tmp" | sed 's/^/  /' >> "$OUT/run.log.tune"
+  echo "(every candidate:)"; grep -vE "winner" "$OUT/tune.tmp" | sed 's/^/  /' >> "$OUT/run.log.tune"
   rm -f "$OUT/tune.tmp"
 fi
 

@@ -267,8 +267,8 @@ static __global__ void read_ceiling_kernel(const uint4 *p, size_t n, uint32_t *s
  * batches of 8 loads per thread read before griddepcontrol.wait (ptxas folds them there: 32 / 38
  * registers), the rest after it. Back to back, the next grid's blocks fit beside this one's and
  * read their first batches while it streams: what a GEMV that holds PRE x 4 KB per block of its
- * weight before the wait, with room left for the next grid, could reach (gemm/NOTES.md,
- * session 14). */
+ * weight before the wait, with room left for the next grid, could reach (gemm/decode/README.md,
+ * "The read ceiling"). */
 template <int PRE>
 static __global__ void __launch_bounds__(256) read_co_kernel(const uint4 *p, size_t n, uint32_t *sink) {
 #if __CUDA_ARCH__ >= 900

@@ -53,7 +53,7 @@ static void table(int cc, int n_sm) {
            "runs for each model shape (N x K; the SwiGLU rows are the fused gate/up weight, N = 2 x the\n"
            "intermediate size; the output type, a bias or a residual do not change the route) at M tokens on\n"
            "a device of compute capability %d with %d SMs. Do not edit: test `bf16_routes` checks that this\n"
-           "file matches the code. What each kernel measured: TABLE.md and gemm/NOTES.md.\n\n",
+           "file matches the code. What each kernel measured: TABLE.md and gemm/tc/README.md.\n\n",
            cc, n_sm, cc, n_sm);
     printf("`gemv NN`: decode rung NN (gemm/decode/NN_*.cu; 06 in 05's file); `gemm NN`: prefill rung NN\n"
            "(gemm/tc/NN_*.cu; 04 in 02's file); prefill rung 06 with its pick: `tT` T-token tiles, `k/S` K\n"

@@ -7,8 +7,9 @@
  * is the load path's alone.
  *
  * Why: rung 06 (gemm/tc/06_wgmma_tiny.cu) lands one 16 KB k-block (two 64-row boxes) about every
- * 350 ns per CTA with 12 k-blocks requested at once (~46 B/ns; trace build, gemm/NOTES.md
- * session 12), while cuBLAS's kernels on the same shapes move ~86 B/ns per CTA.
+ * 350 ns per CTA with 12 k-blocks requested at once (~46 B/ns; trace build, gemm/tc/RUNG06.md,
+ * "Why a CTA streams at half cuBLAS's rate"), while cuBLAS's kernels on the same shapes move ~86
+ * B/ns per CTA.
  *
  * Each CTA (CTAs <= SMs, each asking for >= 120 KB of shared memory, so one per SM) streams rows
  * of its own (or of CTA b / share's group): `bps` boxes of R rows x 64 bf16 per stage (2-D map;

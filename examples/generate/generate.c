@@ -174,7 +174,7 @@ static tinfer_status detok_push(const tinfer_model *m, tinfer_detok_stream *st, 
  * spin-waiting, when another process holds one of the cores the spinning threads and the busy
  * process share it and every region's join waits for a descheduled thread, so decode on the 2-core
  * dev VM fell to 2 tok/s with other builds running, against 24-38 tok/s with OMP_WAIT_POLICY=passive
- * in the same minutes (gemm/cpu/NOTES.md). libgomp reads the variable once, when it is loaded,
+ * in the same minutes (gemm/cpu/README.md). libgomp reads the variable once, when it is loaded,
  * so setting it means running this program again with it set (once: the variable is then set). */
 static void default_omp_wait_policy(char **argv) {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;

@@ -24,7 +24,7 @@
 
 /* Below this many multiply-adds the product runs single-threaded. One core runs the BF16 GEMV at
  * ~4 GMAC/s (perf_gemm_cpu, 1 thread, avx2, qkv at M = 1: 553K MACs in 0.139 ms; Xeon, see
- * NOTES.md), so 2^17 MACs is ~30 us, several times the few-us cost of starting a parallel region;
+ * README.md), so 2^17 MACs is ~30 us, several times the few-us cost of starting a parallel region;
  * below it the second thread cannot win back its start-up. */
 #define TINFER_GEMM_PAR_MIN_MACS ((int64_t)1 << 17)
 

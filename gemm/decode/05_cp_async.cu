@@ -5,9 +5,9 @@
  *
  * Change from 04: 04's lanes load W straight into the mma fragment layout, so one warp load
  * instruction touches 8 rows x 64 B; measured 2.1-2.4 TB/s on Llama-3-8B shapes against 3.3 for
- * rung 03's row-contiguous loads (first H200 run, gemm/NOTES.md). Here a block of 256 threads
- * owns 16 output columns (32 weight rows with SwiGLU) and streams K in tiles of 256: each stage
- * is 16 rows x 512 B, loaded with cp.async.cg (16 B, L1 bypass, zero-fill past K and past N),
+ * rung 03's row-contiguous loads (first H200 run, gemm/decode/README.md). Here a block of 256
+ * threads owns 16 output columns (32 weight rows with SwiGLU) and streams K in tiles of 256: each
+ * stage is 16 rows x 512 B, loaded with cp.async.cg (16 B, L1 bypass, zero-fill past K and past N),
  * warp w loading rows w and w + 8 (whole 512 B rows). G05_STAGES = 6 stages keep 5 x 8 KB in
  * flight per block (~80 KB per SM at 2 blocks/SM; HOPPER_GEMM_NOTES §7 asks for >= 32 KB).
  * Compute: warp w takes the w-th 32-wide K chunk of every stage and runs rung 04's permuted-k
@@ -142,7 +142,7 @@
 #define G05_STAGES 6
 /* Blocks per SM the X-staged kernel's stage count is chosen for: the unstaged M = 1 kernel's
  * occupancy (48 KB of stages -> 4 blocks in the H200's 228 KB per SM), at which it streamed
- * 90% of the copy rate on gate/up (gemm/NOTES.md, decode ladder). */
+ * 90% of the copy rate on gate/up (gemm/decode/README.md, "The ladder"). */
 #define G05_BLOCKS_PER_SM 4
 /* Default of TINFER_GEMV_PDL: launch_dependents after the main loop. Measured against the other
  * places (file comment, run 1): at the start it made rung 05 slower (QKV 18.0 vs 15.5 us, down

@@ -4,7 +4,7 @@
  *
  * Why: the SmolLM2 LM head (49152 x 576, 56.6 MB) streamed at 73-77% of the copy rate on rung 04
  * and on the GEMM path's rung 05, where a kernel that only reads the same bytes reaches 87-93%
- * (the bench's read ceiling, gemm/NOTES.md). Rung 04 gives each block one 16-column tile: a block
+ * (gemm/decode/README.md, "The read ceiling"). Rung 04 gives each block one 16-column tile: a block
  * issues its loads (18 KB for K = 576), waits one memory round trip with nothing else in flight,
  * reduces through shared memory and exits; 3072 blocks come and go. Here a block stays resident
  * and walks tiles blockIdx.x, + gridDim.x, ...; the W loads of its next tile are issued before
@@ -35,9 +35,9 @@
  * unchanged (same results, documented in bf16.h).
  * Constraints: K % 8 == 0, 16-byte aligned rows (bf16.h). Tokens: passes of 8 (M <= 8) or 16
  * (grid.y).
- * Measured (H200, session 9 run 5, us, stream / graph timing; gemm/NOTES.md "Session 9"): LM head
- * M = 1 15.52 / 14.99 (86% of the copy rate; cuBLAS 17.12 / 15.47), M = 8 15.70 / 15.21. On the
- * small SmolLM2 weights the first tile is the whole block's weight, so with args.w_static it is
+ * Measured (H200, session 9 run 5, us, stream / graph timing; gemm/decode/README.md "Rung 08"): LM
+ * head M = 1 15.52 / 14.99 (86% of the copy rate; cuBLAS 17.12 / 15.47), M = 8 15.70 / 15.21. On
+ * the small SmolLM2 weights the first tile is the whole block's weight, so with args.w_static it is
  * all read while the previous kernel runs: graph timing at M = 1 QKV / O / gate/up 1.46 / 1.35 /
  * 1.91 (run 3) against rung 05's 2.46 / 2.42 / 3.18.
  */

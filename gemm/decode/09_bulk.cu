@@ -4,12 +4,13 @@
  * small next to its W and M = 8 costs about what M = 1 costs (sm_90a).
  *
  * Why: rung 05 gives a block 16 columns; at M = 8 each stage then carries 8 token rows of X per
- * 16 weight rows, a third of the stage, and Llama QKV at M = 8 took +14% over M = 1 (gemm/NOTES.md,
- * sessions 7-14). Here block b owns columns [b N' / G, (b + 1) N' / G) of G = SMs blocks (47 for
- * QKV's 6144), so X is 8 rows per 47. The first aim was different: blocks of half an SM, so that
- * two grids share every SM and the next call's weight (args.w_static) is read while this one
- * runs, as the session-14 read probes suggested (`coresident`, TINFER_GEMV09_CORESIDENT=1). That
- * lost on QKV (below); the deep ring of one block per SM is the default.
+ * 16 weight rows, a third of the stage, and Llama QKV at M = 8 took +14% over M = 1
+ * (gemm/decode/README.md, "Rung 09"). Here block b owns columns [b N' / G, (b + 1) N' / G) of G =
+ * SMs blocks (47 for QKV's 6144), so X is 8 rows per 47. The first aim was different: blocks of
+ * half an SM, so that two grids share every SM and the next call's weight (args.w_static) is read
+ * while this one runs, as the session-14 read probes suggested (`coresident`,
+ * TINFER_GEMV09_CORESIDENT=1). That lost on QKV (below); the deep ring of one block per SM is the
+ * default.
  *
  * A stage is a k-tile of 256 columns: for each of its four 64-column chunks one TMA box of the
  * block's C = ceil(N' / G) weight rows (two with SwiGLU: gate and up rows), 128-byte swizzle, in
@@ -33,7 +34,7 @@
  * Rows of a W slot past the block's own columns hold a neighbour's rows, zeros or stale bytes and
  * only feed outputs that are not stored.
  * Measured (H200, session 15, `tinfer-bench-gemm-bf16 bulk --w-static`, stream / graph us; % of
- * the copy rate at M = 1; gemm/NOTES.md "Session 15"), call 7, the final form:
+ * the copy rate at M = 1; gemm/decode/README.md "Rung 09"), call 7, the final form:
  *   QKV M = 1 / 2 / 4 / 8: 13.56 / 13.59 / 13.89 / 14.16 (graph 12.69 / 12.66 / 12.80 / 13.03;
  *   86.9% / 92.8% at M = 1), rung 05 13.42 / 13.56 / 14.80 / 15.33 (12.76 / 12.89 / 13.85 /
  *   14.48): M = 8 +4.4% over M = 1, rung 05 +14.2%.

@@ -13,7 +13,8 @@
  * Measured on the H200 (run 3, 2026-12-02, NN, % of cuBLAS SGEMM in the same run) padded 4096: 28.9 TFLOP/s =
  * 56.4%; 4092: 27.8 TFLOP/s = 58.3%; 2048: 30.2 TFLOP/s = 60.1%; 8192: 28.2 TFLOP/s = 55.1%.
  * XOR (rung 12): 4096: 28.7 TFLOP/s = 56.0%; 4092: 27.7 TFLOP/s = 58.1%; 2048: 29.5 TFLOP/s =
- * 58.8%; 8192: 28.3 TFLOP/s = 55.4%. Neither moves the needle (see NOTES.md).
+ * 58.8%; 8192: 28.3 TFLOP/s = 55.4%. Neither moves the needle
+ * (gemm/prefill/README.md, "Rungs 7 and 12").
  */
 #include "gemm/prefill/vec_tile.cuh"
 

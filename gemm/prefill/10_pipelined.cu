@@ -35,13 +35,14 @@
  * Measured on the H200 (run 3, 2026-12-02, NN, % of cuBLAS SGEMM in the same run) 4096: 44.7 TFLOP/s = 87.3%; 4092:
  * 44.5 TFLOP/s = 93.5%; 2048: 43.9 TFLOP/s = 87.5%; 8192: 44.9 TFLOP/s = 87.9%. NT: 4096: 39.8
  * TFLOP/s = 79.0%; 4092: 39.8 TFLOP/s = 75.9%; 2048: 39.1 TFLOP/s = 80.8%; 8192: 39.9 TFLOP/s
- * = 77.9%. Target 95% missed by ~8 points at 4096/8192 (see NOTES.md).
+ * = 77.9%. Target 95% missed by ~8 points at 4096/8192
+ * (gemm/prefill/README.md, "Rung 10").
  * Configs 13-19 are rung 13 (13_lean.cuh): these tiles with the copies' address arithmetic
  * hoisted out of the K loop; that, not the memory pipeline, closed the gap to cuBLAS (run 5).
  * Configs 11-12 (natural-layout A/W tiles, 16-byte copies, no transposition; see the comment
  * above sgemm_pipe_nat) cut the loop's non-FFMA instructions by 4-13% and measured 11-12%
  * slower than config 2 on the 128x256 tile, ~1% slower than config 9 on 128x128 (run 4,
- * NOTES.md): the dispatcher keeps config 2; they stay as tuner candidates.
+ * gemm/prefill/README.md): the dispatcher keeps config 2; they stay as tuner candidates.
  */
 #include "gemm/prefill/13_lean.cuh"
 #include "gemm/prefill/warp_frag.cuh"

@@ -4,7 +4,7 @@
  *
  * Dispatch order: (1) the tuning table's winner for this GPU + shape class, when one is loaded
  * (autotune.cu); (2) otherwise the built-in rule below, from the H200 measurements in
- * gemm/NOTES.md. Misaligned operands are handled inside the rungs (rung 5 fallback).
+ * gemm/prefill/README.md. Misaligned operands are handled inside the rungs (rung 5 fallback).
  */
 #include "gemm/prefill/autotune.h"
 #include "gemm/prefill/common.cuh"
@@ -125,11 +125,11 @@ static void fill_args(tinfer_sgemm_args *a, int trans_b, int64_t M, int64_t N, i
     a->A = A; a->lda = lda; a->B = B; a->ldb = ldb; a->C = C; a->ldc = ldc;
 }
 
-/* Built-in choice when no tuning entry exists, from the H200 tuning runs (gemm/NOTES.md,
- * runs 1 and 5, 2026-12-02): the 64x128 config (4) won every square class up to 1024 (<= 64
- * tiles of 128x128, i.e. under one per SM), the lean 8x16-per-thread configs every class from
- * 2048; split-K only paid where 128x128 tiles cover under a quarter of the SMs and K >= 1024
- * (512^3: 16 tiles; rung 11 1.5x rung 10 there, while at 1024^3 config 4 beat it). */
+/* Built-in choice when no tuning entry exists, from the H200 tuning runs (gemm/prefill/README.md,
+ * "Tuning and the built-in choice", 2026-12-02): the 64x128 config (4) won every square class up to
+ * 1024 (<= 64 tiles of 128x128, i.e. under one per SM), the lean 8x16-per-thread configs every
+ * class from 2048; split-K only paid where 128x128 tiles cover under a quarter of the SMs and K >=
+ * 1024 (512^3: 16 tiles; rung 11 1.5x rung 10 there, while at 1024^3 config 4 beat it). */
 static void builtin_choice(const tinfer_sgemm_args *a, int *rung, int *config, int *splits) {
     const int64_t sms = tinfer_sgemm_sm_count();
     const int64_t tiles = (int64_t)((a->M + 127) / 128) * ((a->N + 127) / 128);
@@ -139,8 +139,9 @@ static void builtin_choice(const tinfer_sgemm_args *a, int *rung, int *config, i
     } else if (tiles < sms) {
         *rung = TINFER_SGEMM_PIPELINED; *config = 4;
     } else {
-        /* Tuning run 5 (gemm/NOTES.md): rung 13 won every class from 2048 up, with 128x256x16
-         * tiles for NN (config 15) and 128x128x8 tiles, two blocks per SM, for NT (16). */
+        /* H200 tuner (gemm/prefill/README.md): rung 13 won every class from 2048 up, with
+         * 128x256x16 tiles for NN (config 15) and 128x128x8 tiles, two blocks per SM, for NT (16).
+         * */
         *rung = TINFER_SGEMM_LEAN; *config = a->trans_b ? 16 : 15;
     }
 }

@@ -19,7 +19,7 @@
  *      cfg 0: 64 x 64 x 32, 4 warps (2 x 2), warp tile 32 x 32, 32 KB shared memory
  *      cfg 1: 128 x 64 x 32, 4 warps (2 x 2), warp tile 64 x 32, 48 KB
  *      cfg 2: 128 x 128 x 32, 8 warps (2 x 4), warp tile 64 x 32, 64 KB
- *    Auto pick (from the forced-config sweep, gemm/NOTES.md): cfg 0 whenever K <= 1536 (short
+ *    Auto pick (forced-config sweep, gemm/tc/README.md): cfg 0 whenever K <= 1536 (short
  *    k-loops: more, smaller CTAs per SM hide the load latency best; cfg 0 was fastest on every
  *    SmolLM2 shape up to M = 2048); for longer K the largest config with >= 1.5 waves of tiles
  *    (bigger tiles read X and W fewer times once the GPU is full), else cfg 0.
@@ -65,7 +65,7 @@
  * gets a trap, and rung 04 below sm_90 too (its launcher refuses there: UNSUPPORTED, or rung 02
  * for the auto split).
  * Measured (H200, 2026-12-02 14:36 UTC, `tinfer-bench-gemm-bf16 prefill`, median, cuBLAS in the
- * same run; full table in gemm/NOTES.md "Prefill rung 2: mma.sync"). Registers (ptxas, sm_90a):
+ * same run; gemm/tc/README.md "Rungs 01 and 02"). Registers (ptxas, sm_90a):
  * cfg 0 80, cfg 1 163, cfg 2 128, no spills.
  *  - Where it is dispatched (wgmma tiles < SMs / 4 and short K or M <= 64), time vs wgmma before
  *    vs cuBLAS: SmolLM2 QKV M = 128 10.2 us vs 18.3 vs 12.0 (117% of cuBLAS); O M = 512 10.3 vs
@@ -91,8 +91,8 @@
  * off -> on, stream / graph us: SmolLM2 QKV M = 64 5.63 -> 5.13 / 4.46 -> 4.37, O M = 128 5.68 ->
  * 5.33 / 4.96 -> 4.56, down M = 128 7.29 -> 6.80 / 6.09 -> 5.97, O M = 64 4.77 -> 4.83 / 4.21 ->
  * 4.06; down M = 64 5.85 -> 6.02 / 5.28 -> 5.31 the one loss. The same in the TMA rungs 03 / 05
- * (one CTA of ~200 KB per SM, which no CTA of the next kernel can share) was slower (gemm/NOTES.md,
- * session 8) and is not built.
+ * (one CTA of ~200 KB per SM, which no CTA of the next kernel can share) was slower
+ * (gemm/tc/README.md, "PDL and early loads") and is not built.
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
@@ -106,7 +106,7 @@
 #define MS_BK 32    /* BF16 per shared row: 64 bytes = four 16-byte chunks */
 #define MS_STAGES 4 /* ring depth; wait_group MS_STAGES - 2 leaves 2 k-tiles in flight */
 /* Up to this K the 64 x 64 config was the fastest of the three at every SmolLM2 shape and
- * M = 32..2048 (K = 576, 1536; even at 1536 tiles), measured 2026-12-02 (gemm/NOTES.md). */
+ * M = 32..2048 (K = 576, 1536; even at 1536 tiles), measured 2026-12-02 (gemm/tc/README.md). */
 #define MS_SHORT_K 1536
 /* Split-K partial tile row padding (floats): row stride BN + 8 puts the 8 rows g = 0..7 that one
  * accumulator float2 store touches at banks 8g mod 32, so a warp's 256 bytes go in the minimum two

@@ -33,7 +33,7 @@
  *    a cluster of 2..8 CTAs shares one tile, each over its share of the k-blocks; partial sums
  *    meet over distributed shared memory, each 16-row warp unit finished by one rank (details at
  *    the kernel). No tile loop in that instantiation: with one, ptxas serialized the wgmmas
- *    (C7515) and the persistent kernel lost ~14% on large shapes (gemm/NOTES.md, run 2).
+ *    (C7515) and the persistent kernel lost ~14% on large shapes (gemm/tc/README.md).
  *  - 128 x 144 tiles (m64n144k16, 5 stages of 34 KB): for outputs 144 divides and 128 does not
  *    (SmolLM2's 576), where the 128-wide tiles are too many to split: SmolLM2 down M = 2048, 80
  *    tiles of 128 (no room for clusters) against 64 of 144 in clusters of 2 (H200, session 6 run 1:
@@ -80,16 +80,16 @@
  * Measured (H200, 2026-12-02, run 4, cuBLAS in the same run): 8192^3 766.8 TFLOP/s (95.8% of
  * cuBLAS), 4096^3 722.7 (90.9%), 2048^3 556.6 (81.4%), 1024^3 121.5 (69.7%). Small problems have
  * a floor of 13 us (whole tiles) to 20 us (ragged tiles) against cuBLAS's 8-10 us, and the
- * general epilogue (residual) adds ~23 us per tile round: see gemm/NOTES.md for the analysis.
- * Tile width (forced sweep, H200 2026-12-02 16:04 UTC, stream timing, % of the faster of cuBLAS /
- * cublasLt): BN = 128 vs 256: SmolLM2 QKV M = 2048 10.9 vs 18.7 us, down M = 2048 14.6 vs 21.2,
- * gate/up M = 2048 21.9 vs 27.6, 1024^3 10.9 vs 17.6, Llama-3-8B down M = 512 81.7 vs 168 (95.7% of
- * cublasLt), QKV M = 128 25.5 vs 45.1; BN = 256 stays ahead from 4096^3 (190 vs 210 us) and on
- * Llama at M = 2048 (e.g. gate/up 655 vs 758 us).
+ * general epilogue (residual) adds ~23 us per tile round (gemm/tc/README.md, "The lesson is the
+ * epilogue"). Tile width (forced sweep, H200 2026-12-02 16:04 UTC, stream timing, % of the faster
+ * of cuBLAS / cublasLt): BN = 128 vs 256: SmolLM2 QKV M = 2048 10.9 vs 18.7 us, down M = 2048 14.6
+ * vs 21.2, gate/up M = 2048 21.9 vs 27.6, 1024^3 10.9 vs 17.6, Llama-3-8B down M = 512 81.7 vs 168
+ * (95.7% of cublasLt), QKV M = 128 25.5 vs 45.1; BN = 256 stays ahead from 4096^3 (190 vs 210 us)
+ * and on Llama at M = 2048 (e.g. gate/up 655 vs 758 us).
  * General epilogue: the residual of a 16-row piece is now loaded before it is used (was: one
  * dependent load per row in a rolled loop): SmolLM2 O + residual M = 2048 20.9 -> 14.6 us,
  * Llama-3-8B down + residual M = 2048 401 -> 336 us (plain stores: 9.0 and 303; H200 runs A/B,
- * gemm/NOTES.md).
+ * gemm/tc/README.md).
  * Whole-line stores (H200, 2026-12-02 18:45 UTC, `tinfer-bench-gemm bf16 wgmma`, stream timing, %
  * of the faster of cuBLAS / cublasLt; before = register-direct stores, TINFER_GEMM_WGMMA_EPI=regs,
  * 18:40 UTC): 8192^3 1397 us = 787 TFLOP/s = 101.4% (was 96.1%), 4096^3 180 us = 99.9% (91.0%),
@@ -267,7 +267,7 @@ static __device__ __forceinline__ void wgmma_step(float *d, uint64_t da, uint64_
 }
 /* What the epilogue needs, copied into registers once per consumer: reading them through a
  * reference to the kernel's parameter struct measured ~0.7 us per output row on the critical
- * warp (third H200 run, gemm/NOTES.md). */
+ * warp (third H200 run, gemm/tc/README.md). */
 struct WsEpi {
     const uint16_t *bias;
     const void *R;
@@ -410,7 +410,7 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
     /* General epilogue (bias / SwiGLU / residual / ragged edges), staged through a per-warp
      * 16 x 32 scratch so the per-element code is one small rolled loop: fully unrolled
      * per-element branches made ~100 KB of straight-line code that ran at instruction-cache-miss
-     * speed (~15-20 us per tile, first H200 runs, NOTES.md). Lane = column, so the stores are
+     * speed (~15-20 us per tile, first H200 runs, README.md). Lane = column, so the stores are
      * coalesced (64 B per row for BF16). SwiGLU: accumulator column c (< BN / 2) and c + BN / 2
      * are gate and up of output column c (register i and i + NACC / 2). */
     const int64_t rbase = row_slab + 16 * warp;

@@ -35,7 +35,7 @@
  * past a CTA's share are read from a column past K: all zeros); the epilogue stores only tokens
  * < M and outputs < N'. Constraints: those of rung 03 (K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0, X
  * and W 16-byte aligned); sm_90 only.
- * Measured (H200, session 5 run 5, stream timing, us; gemm/NOTES.md "Rung 05"): SmolLM2 LM head
+ * Measured (H200, session 5 run 5, stream timing, us; gemm/tc/README.md "Rung 05"): SmolLM2 LM head
  * M = 1 / 8 / 16 / 32 16.72 / 16.96 / 17.63 / 18.96 (the faster of cuBLAS / cublasLt 17.58 / 17.93 /
  * 18.19 / 18.87; before: GEMV rung 04 17.9 / 20.3, rung 03 21.9 / 21.4); Llama-3-8B M = 16: QKV
  * 16.41 (16.28; rung 03 21.9), gate/up 61.33 (58.45; 70.3), down (split 3) 32.82 (33.55; 39.7).

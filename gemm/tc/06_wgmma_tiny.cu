@@ -4,7 +4,7 @@
  * of the other token tiles.
  *
  * Why: SmolLM2's layer weights are 0.7-3.5 MB. At 32-512 tokens rungs 03 / 04 need 4.3-4.7 us of
- * device time per call where cuBLAS needs 3.3-3.9 (gemm/NOTES.md, session 9). Rung 03 gives such a
+ * device time per call where cuBLAS needs 3.3-3.9 (gemm/tc/RUNG06.md). Rung 03 gives such a
  * shape a handful of 128 x 72 CTAs, each pulling ~225 KB through one SM; its split-K reduction
  * costs 1.9-2.5 us. cuBLAS (H200 session 10, SmolLM2 O 576 x 576 at M = 128) runs 80 CTAs of
  * 64 x 16 in clusters of 8. Here the work is spread the same way, in rung 05's operand-swapped
@@ -14,7 +14,7 @@
  *    carries the bytes and the CTA count of a plain one) x BT = 16, 32 or 64 tokens, over all of K
  *    (or 48, plain outputs, multicast with two warpgroups only: a CTA then takes the
  *    14 KB per k-block of cuBLAS's 48-output x 64-token tiles on SmolLM2 down at 512 tokens, 99
- *    CTAs where 64 x 64 gives 72; gemm/NOTES.md session 11; forced only, not picked until
+ *    CTAs where 64 x 64 gives 72; gemm/tc/RUNG06.md; forced only, not picked until
  *    measured).
  *  - Every k-block has its own slot in shared memory (W rows + X box), so nothing is reused: the
  *    producer thread issues every TMA load at once and there are no empty barriers; the consumer
@@ -40,8 +40,8 @@
  *    longer on most cells (session 13). A ring still lands its k-blocks about half as fast as
  *    the plain tile (~380-440 vs ~190 ns per 16 KB, trace builds), its first round included:
  *    its consumers' step (commit, wait for the previous group, release the slot) costs 60-100 ns
- *    more, and the wgmmas' shared-memory reads slow the loads' writes in both (gemm/NOTES.md,
- *    sessions 12-13).
+ *    more, and the wgmmas' shared-memory reads slow the loads' writes in both (gemm/tc/RUNG06.md,
+ *    "Why a CTA streams at half cuBLAS's rate").
  *  - Two consumer warpgroups (tinfer_gemm_bf16_tiny_cfg, wgs = 2; an even ring or none):
  *    warpgroup g computes k-blocks g, g + 2, .. into its own accumulators; in a ring each
  *    waits for its own k-block's wgmmas and releases that slot at once while the other keeps the
@@ -50,7 +50,7 @@
  *    through 12 stages, 9.63 -> 6.47 us (graph; cuBLAS 5.22, rung 03 7.55), M = 2048 through 6
  *    stages 20.5 -> 16.9; short split rings lose (4 stages, split 3: 7.24 -> 10.30), and the
  *    slot-per-k-block tiles move -14% .. +55% by cell (16 / 32-token tiles at <= 256 tokens
- *    mostly 2-11% faster, 64-token 1-4% slower; H200 session 16, gemm/NOTES.md). The pick
+ *    mostly 2-11% faster, 64-token 1-4% slower; H200, gemm/tc/RUNG06.md). The pick
  *    takes the 12-stage ring with two warpgroups for plain outputs of a K past one CTA's slots
  *    where no split fits one wave (bf16.h, TINFER_GEMM_BF16_TINY_RING_*), and two warpgroups for
  *    its 16-token tiles, then unsplit where K fits (TINFER_GEMM_BF16_TINY_WG16: 3-14% faster on
@@ -70,17 +70,17 @@
  *    thread stores 8 consecutive outputs of one token (tinfer_bf16_epi_store8: bias, SwiGLU of row
  *    r and r + 32, residual, 16-byte stores when aligned).
  *  - The plain tile, the multicast and the split are separate kernels (template MODE): with the
- *    split's code in the same kernel the plain tile ran 10-17% slower (session 11, gemm/NOTES.md).
+ *    split's code in the same kernel the plain tile ran 10-17% slower (gemm/tc/RUNG06.md).
  * Ragged M / N / K: TMA zero-fills rows and columns outside the matrices; only tokens < M and
  * outputs < N' are stored. Constraints: those of rung 03 (K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0, X
  * and W 16-byte aligned); sm_90 only; K up to 8 CTAs' worth (TINFER_ERR_UNSUPPORTED beyond).
  * Measured (H200, session 13 call 6, graph timing, us, the pick against the faster of cuBLAS /
- * cublasLt; gemm/NOTES.md "Session 13"): SmolLM2 QKV M = 16 / 32 / 64 / 128 / 256 / 512 2.44 / 2.73
- * / 2.87 / 3.04 / 3.22 / 3.98 (3.33 / 3.34 / 3.36 / 3.43 / 3.63 / 3.93), O M = 128 / 256 / 512 3.13
- * / 3.27 / 3.48 (3.35 / 3.43 / 3.66), gate/up M = 32 / 64 / 128 3.15 / 3.34 / 3.88 (3.78 / 3.86 /
- * 4.02), fused gate/up + SwiGLU M = 32 / 64 / 128 3.47 / 3.65 / 4.40 (the plain GEMM: 3.78 / 3.86 /
- * 4.01), down (split) M = 16 / 32 / 64 / 128 / 256 2.91 / 3.13 / 3.19 / 3.64 / 4.20 (4.70-4.90);
- * W multicast lost (session 11: QKV M = 512 over 2 / 4 CTAs 5.44 / 5.64 vs 4.45).
+ * cublasLt; gemm/tc/RUNG06.md "The pick"): SmolLM2 QKV M = 16 / 32 / 64 / 128 / 256 / 512 2.44 /
+ * 2.73 / 2.87 / 3.04 / 3.22 / 3.98 (3.33 / 3.34 / 3.36 / 3.43 / 3.63 / 3.93), O M = 128 / 256 / 512
+ * 3.13 / 3.27 / 3.48 (3.35 / 3.43 / 3.66), gate/up M = 32 / 64 / 128 3.15 / 3.34 / 3.88 (3.78 /
+ * 3.86 / 4.02), fused gate/up + SwiGLU M = 32 / 64 / 128 3.47 / 3.65 / 4.40 (the plain GEMM: 3.78 /
+ * 3.86 / 4.01), down (split) M = 16 / 32 / 64 / 128 / 256 2.91 / 3.13 / 3.19 / 3.64 / 4.20
+ * (4.70-4.90); W multicast lost (session 11: QKV M = 512 over 2 / 4 CTAs 5.44 / 5.64 vs 4.45).
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
@@ -252,8 +252,9 @@ static __global__ void __launch_bounds__(ty_threads(CW), 1)
 
     if (warp == 4 * CW) {
         /* The producer warp's lanes share the loads: one thread's TMA requests are served one
-         * barrier step after another, ~0.3 us each whatever their size (tma_bw.cu, gemm/NOTES.md
-         * session 12), so a CTA fed by one thread got ~50 B/ns; lane l takes slots l, l + 32, .. */
+         * barrier step after another, ~0.3 us each whatever their size (tma_bw.cu;
+         * gemm/tc/RUNG06.md), so a CTA fed by one thread got ~50 B/ns; lane l takes slots l, l +
+         * 32, .. */
         if (lane == 0) {
             asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&map_w) : "memory");
             asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&map_x) : "memory");
@@ -325,9 +326,9 @@ static __global__ void __launch_bounds__(ty_threads(CW), 1)
         fence_acc(d);
         /* Two accumulator chains for 16- and 32-token tiles without a ring: even k16 steps into
          * d, odd ones into d2, summed after the loop, so consecutive wgmmas do not wait on each
-         * other's accumulators. Measured on the fence-once loop (H200, gemm/NOTES.md sessions 13
-         * and 14): picked 16- / 32-token cells 1-6% faster; 64-token tiles within 1.3% and
-         * rings up to 4% slower with it, so those keep one chain. */
+         * other's accumulators. Measured on the fence-once loop (H200, gemm/tc/RUNG06.md,
+         * "The consumer loop: fence once"): picked 16- / 32-token cells 1-6% faster; 64-token tiles
+         * within 1.3% and rings up to 4% slower with it, so those keep one chain. */
         constexpr bool TWO = !RING && BT <= 32 && CW == 1;
         float d2[BT / 2]; /* unused (and dropped) without TWO */
         if constexpr (TWO) fence_acc(d2);
@@ -338,7 +339,7 @@ static __global__ void __launch_bounds__(ty_threads(CW), 1)
          * the wait) at every step ptxas kept the loop in per-thread registers behind a
          * WARPSYNC.ALL; this way it runs on the uniform datapath (ptxas still places its own
          * warpgroup.arrive in the loop: the C7519 note) and the plain tile got 2-15% faster on
-         * most cells (H200, gemm/NOTES.md session 13). */
+         * most cells (H200, gemm/tc/RUNG06.md). */
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
         /* TYF_RELNOW: release k-block i's slot at step i, else i - 1's (after its wgmmas) */
         const int32_t rlag = TY_TF(TYF_RELNOW) ? 0 : 1;

@@ -7,7 +7,7 @@
  * as in a real forward pass, not from the last-level cache.
  * Then the attention op at the same shapes (9 heads / 3 KV heads, head_dim 64): decode of one
  * token against a cache of 2048, and the causal prefill of 128 tokens, per layer and x 30.
- * Not a ctest test (it measures, it asserts nothing); results go in gemm/cpu/NOTES.md.
+ * Not a ctest test (it measures, it asserts nothing); results are in gemm/cpu/README.md.
  * Usage: perf_gemm_cpu [isa]   (isa: scalar | avx2 | avx512, default automatic)
  */
 #include "gemm/cpu/gemm_cpu.h"

@@ -1,5 +1,5 @@
 # tests/ops: the CPU GEMM and the CPU ops against double-precision references (label unit), and
-# perf_gemm_cpu (built, not a test: times the SmolLM2 GEMM shapes; see gemm/cpu/NOTES.md).
+# perf_gemm_cpu (built, not a test: times the SmolLM2 GEMM shapes; see gemm/cpu/README.md).
 set(TINFER_OPS_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 function(tinfer_ops_cpu_exe name)
