@@ -8,9 +8,9 @@ Scans the tracked text files (.md .c .h .cu .cuh .sh .py .cmake, CMakeLists.txt)
     the repository (tracked, or present in the working tree outside build folders);
   - relative markdown links in .md files (`[TABLE.md](TABLE.md)`, `[x](../bf16.h)`), resolved
     from the file's folder; URLs and `#anchors` are not checked;
-  - bare document names such as `DESIGN.md` or `NOTES.md` (upper-case, no folder): some file of
-    the repository must have that name;
-  - absolute paths into a developer's machine (`/work/...`, `/home/...`): never valid.
+  - bare document names (an upper-case `NAME.md` with no folder): some file of the repository
+    must have that name;
+  - absolute paths into a developer's machine (under /work or /home): never valid.
 To stay precise it skips URLs, tokens with wildcards or placeholders (`*`, `{`, `$`, `<`, `NN_`),
 build outputs (build*/...), and does not read JSON. Prints `file:line: path` for each dangling
 path and exits 1 when there is one.
