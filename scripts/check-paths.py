@@ -8,7 +8,7 @@ Scans the tracked text files (.md .c .h .cu .cuh .sh .py .cmake, CMakeLists.txt)
     the repository (tracked, or present in the working tree outside build folders);
   - relative markdown links in .md files (`[TABLE.md](TABLE.md)`, `[x](../bf16.h)`), resolved
     from the file's folder; URLs and `#anchors` are not checked;
-  - bare document names (an upper-case `NAME.md` with no folder): some file of the repository
+  - bare document names (upper-case, ending in .md, no folder): some file of the repository
     must have that name;
   - absolute paths into a developer's machine (under /work or /home): never valid.
 To stay precise it skips URLs, tokens with wildcards or placeholders (`*`, `{`, `$`, `<`, `NN_`),
