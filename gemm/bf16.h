@@ -26,7 +26,7 @@
  *                gemm/tc/05_wgmma_skinny.cu (sm_90a only; W rows x 8..64 tokens, operands swapped),
  *                gemm/tc/06_wgmma_tiny.cu (sm_90a only; one 64-output tile per CTA, small weights)
  *   overviews    gemm/tc/README.md, gemm/decode/README.md; tables gemm/bench_bf16/TABLE.md
- *   dispatch     gemm/tc/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K)
+ *   dispatch     gemm/dispatch.cu: tinfer_gemm_bf16() picks one from (M, N, K)
  *                (tinfer_gemm_bf16_route_for; each model shape's route: gemm/bench_bf16/ROUTES.md).
  * Every call is asynchronous on the given stream (never the default stream unless passed),
  * allocates nothing and never synchronises (except under TINFER_CUDA_SYNC_DEBUG=1).
@@ -34,8 +34,8 @@
 #ifndef TINFER_GEMM_BF16_H
 #define TINFER_GEMM_BF16_H
 
-#include "gemm/dtype.h"
-#include "runtime/error.h"
+#include "base/dtype.h"
+#include "base/error.h"
 
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -419,7 +419,7 @@ typedef struct tinfer_gemm_bf16_route {
 } tinfer_gemm_bf16_route;
 
 /* The route of a call with these arguments and path argument on a device of compute capability
- * cc_major with n_sm SMs (0, 0: no device): the rules in gemm/tc/dispatch.cu, TINFER_GEMM_FORCE
+ * cc_major with n_sm SMs (0, 0: no device): the rules in gemm/dispatch.cu, TINFER_GEMM_FORCE
  * applied as tinfer_gemm_bf16 applies it. Host arithmetic, no device call, no argument check
  * beyond a NULL a (path AUTO, rung 0 returned): tinfer_gemm_bf16 runs exactly this route on the
  * current device. */

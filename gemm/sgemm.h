@@ -16,7 +16,7 @@
 #ifndef TINFER_SGEMM_H
 #define TINFER_SGEMM_H
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 #include <cuda_runtime_api.h>
 #include <stdint.h>

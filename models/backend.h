@@ -15,8 +15,8 @@
 #ifndef TINFER_MODELS_BACKEND_H
 #define TINFER_MODELS_BACKEND_H
 
-#include "error.h"
-#include "gemm/dtype.h"
+#include "base/dtype.h"
+#include "base/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -75,23 +75,23 @@ static void convert(void *dst, tinfer_dtype ddt, const void *src, tinfer_dtype s
 
 /* Fetches `name` with the expected shape; a weight usable in place when BF16/F32 and aligned,
  * else a widened F32 copy. */
-static tinfer_status get_weight(tinfer_llama_weights *w, const tinfer_st_set *st, const char *name,
+static tinfer_status get_weight(tinfer_llama_weights *w, const tinfer_tensor_source *st, const char *name,
                                 int32_t n_dims, int64_t d0, int64_t d1, tinfer_weight *out,
                                 tinfer_err *err) {
     int64_t shape[2] = {d0, d1};
-    const tinfer_tensor_view *v;
-    tinfer_status rc = tinfer_st_get(st, name, n_dims, shape, &v, err);
+    tinfer_tensor_ref v;
+    tinfer_status rc = st->get(st->ctx, name, n_dims, shape, &v, err);
     if (rc != TINFER_OK) return rc;
-    size_t esz = tinfer_dtype_size(v->dtype);
-    if (v->dtype != TINFER_DTYPE_F16 && ((uintptr_t)v->data % esz) == 0) {
-        out->data = v->data;
-        out->dtype = v->dtype;
+    size_t esz = tinfer_dtype_size(v.dtype);
+    if (v.dtype != TINFER_DTYPE_F16 && ((uintptr_t)v.data % esz) == 0) {
+        out->data = v.data;
+        out->dtype = v.dtype;
         return TINFER_OK;
     }
     void *p = NULL;
-    rc = own(w, (size_t)v->n_elems * sizeof(float), &p, err, name);
+    rc = own(w, (size_t)v.n_elems * sizeof(float), &p, err, name);
     if (rc != TINFER_OK) return rc;
-    convert(p, TINFER_DTYPE_F32, v->data, v->dtype, v->n_elems);
+    convert(p, TINFER_DTYPE_F32, v.data, v.dtype, v.n_elems);
     out->data = p;
     out->dtype = TINFER_DTYPE_F32;
     return TINFER_OK;
@@ -99,17 +99,17 @@ static tinfer_status get_weight(tinfer_llama_weights *w, const tinfer_st_set *st
 
 /* Fuses n_parts matrices [rows_i, K] named names[i] into one [sum rows_i, K] matrix (rows
  * stacked in order): BF16 when every part is BF16, else F32. */
-static tinfer_status fuse(tinfer_llama_weights *w, const tinfer_st_set *st, int32_t n_parts,
+static tinfer_status fuse(tinfer_llama_weights *w, const tinfer_tensor_source *st, int32_t n_parts,
                           char names[][160], const int64_t *rows, int64_t K, tinfer_weight *out,
                           tinfer_err *err) {
-    const tinfer_tensor_view *v[4];
+    tinfer_tensor_ref v[4];
     int64_t total = 0;
     bool all_bf16 = true;
     for (int32_t i = 0; i < n_parts; i++) {
         int64_t shape[2] = {rows[i], K};
-        tinfer_status rc = tinfer_st_get(st, names[i], 2, shape, &v[i], err);
+        tinfer_status rc = st->get(st->ctx, names[i], 2, shape, &v[i], err);
         if (rc != TINFER_OK) return rc;
-        all_bf16 = all_bf16 && v[i]->dtype == TINFER_DTYPE_BF16;
+        all_bf16 = all_bf16 && v[i].dtype == TINFER_DTYPE_BF16;
         total += rows[i];
     }
     tinfer_dtype dt = all_bf16 ? TINFER_DTYPE_BF16 : TINFER_DTYPE_F32;
@@ -118,7 +118,7 @@ static tinfer_status fuse(tinfer_llama_weights *w, const tinfer_st_set *st, int3
     if (rc != TINFER_OK) return rc;
     unsigned char *dst = p;
     for (int32_t i = 0; i < n_parts; i++) {
-        convert(dst, dt, v[i]->data, v[i]->dtype, rows[i] * K);
+        convert(dst, dt, v[i].data, v[i].dtype, rows[i] * K);
         dst += (size_t)(rows[i] * K) * tinfer_dtype_size(dt);
     }
     out->data = p;
@@ -128,17 +128,17 @@ static tinfer_status fuse(tinfer_llama_weights *w, const tinfer_st_set *st, int3
 }
 
 /* A bias vector [n] (always copied to F32: tiny). */
-static tinfer_status get_bias(tinfer_llama_weights *w, const tinfer_st_set *st, const char *name,
+static tinfer_status get_bias(tinfer_llama_weights *w, const tinfer_tensor_source *st, const char *name,
                               int64_t n, float *dst, tinfer_err *err) {
-    const tinfer_tensor_view *v;
-    tinfer_status rc = tinfer_st_get(st, name, 1, &n, &v, err);
+    tinfer_tensor_ref v;
+    tinfer_status rc = st->get(st->ctx, name, 1, &n, &v, err);
     if (rc != TINFER_OK) return rc;
     (void)w;
-    convert(dst, TINFER_DTYPE_F32, v->data, v->dtype, n);
+    convert(dst, TINFER_DTYPE_F32, v.data, v.dtype, n);
     return TINFER_OK;
 }
 
-tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_st_set *st,
+tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_tensor_source *st,
                                 tinfer_llama_weights *w, tinfer_err *err) {
     memset(w, 0, sizeof *w);
     const int64_t E = cfg->n_embd, Q = (int64_t)cfg->n_head * cfg->head_dim,
@@ -197,7 +197,7 @@ tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_st_
         /* Llama's attention_bias also puts a bias on o_proj (Qwen2 has none): load it when the
          * checkpoint carries one. */
         NAME(0, "self_attn.o_proj.bias");
-        if (tinfer_st_find(st, name[0])) {
+        if (st->has(st->ctx, name[0])) {
             float *b = NULL;
             rc = own(w, (size_t)E * sizeof(float), (void **)&b, err, name[0]);
             if (rc != TINFER_OK) goto fail;

@@ -20,13 +20,29 @@
 #ifndef TINFER_MODELS_LLAMA_H
 #define TINFER_MODELS_LLAMA_H
 
-#include "config.h"
-#include "error.h"
+#include "base/error.h"
 #include "models/backend.h"
-#include "safetensors.h"
+#include "models/llama_config.h"
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* Where the weights come from: the runtime passes its safetensors set through this (models/
+ * does not know the file format). get finds `name`, checks that its shape equals
+ * shape[0..n_dims) (TINFER_ERR_FORMAT naming the tensor, the file and both shapes; a missing
+ * tensor too) and fills *out: the elements in host memory, only as aligned as the file made
+ * them. has: whether `name` exists. */
+typedef struct tinfer_tensor_ref {
+    const void *data;
+    tinfer_dtype dtype;
+    int64_t n_elems;
+} tinfer_tensor_ref;
+typedef struct tinfer_tensor_source {
+    const void *ctx;
+    tinfer_status (*get)(const void *ctx, const char *name, int32_t n_dims, const int64_t *shape,
+                         tinfer_tensor_ref *out, tinfer_err *err);
+    bool (*has)(const void *ctx, const char *name);
+} tinfer_tensor_source;
 
 /* A weight tensor: data in host memory (mapping or owned allocation) + its element type. */
 typedef struct tinfer_weight {
@@ -59,7 +75,7 @@ typedef struct tinfer_llama_weights {
 
 /* Maps and validates every tensor (each shape checked against cfg; errors name the tensor and
  * the expected and actual shape), fuses QKV and gate|up. On failure everything made is freed. */
-tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_st_set *st,
+tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_tensor_source *st,
                                 tinfer_llama_weights *w, tinfer_err *err);
 void tinfer_llama_free(tinfer_llama_weights *w);
 

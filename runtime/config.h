@@ -14,36 +14,11 @@
 #ifndef TINFER_CONFIG_H
 #define TINFER_CONFIG_H
 
-#include "error.h"
+#include "base/error.h"
+#include "models/llama_config.h"
 
-#include <stdbool.h>
-#include <stdint.h>
+#include <stddef.h>
 
-#define TINFER_MAX_EOS 8
-
-typedef struct tinfer_llama_config {
-    char architecture[64];
-    int32_t n_embd;       /* hidden_size */
-    int32_t n_layer;      /* num_hidden_layers */
-    int32_t n_head;       /* num_attention_heads */
-    int32_t n_head_kv;    /* num_key_value_heads */
-    int32_t head_dim;     /* head_dim or n_embd / n_head */
-    int32_t n_ff;         /* intermediate_size */
-    int32_t n_vocab;      /* vocab_size */
-    int32_t n_ctx_train;  /* max_position_embeddings */
-    float rope_theta;
-    float rms_norm_eps;
-    bool tie_word_embeddings;
-    bool qkv_bias;        /* Qwen2 / attention_bias */
-    int32_t bos_id;       /* -1 if none */
-    int32_t n_eos;
-    int32_t eos_ids[TINFER_MAX_EOS];
-    /* generation_config.json (has_* false when absent) */
-    bool has_gen_temperature, has_gen_top_k, has_gen_top_p, has_gen_repeat_penalty, has_gen_min_p;
-    bool gen_do_sample;
-    float gen_temperature, gen_top_p, gen_repeat_penalty, gen_min_p;
-    int32_t gen_top_k;
-} tinfer_llama_config;
 
 /* Reads dir/config.json and, when present, dir/generation_config.json (whose eos_token_id and
  * bos_token_id override config.json's). */

@@ -32,6 +32,19 @@ struct tinfer_model {
     char desc[160];
 };
 
+/* The safetensors set as the tensor source models/llama.c loads from. */
+static tinfer_status st_source_get(const void *ctx, const char *name, int32_t n_dims, const int64_t *shape,
+                                   tinfer_tensor_ref *out, tinfer_err *err) {
+    const tinfer_tensor_view *v;
+    const tinfer_status rc = tinfer_st_get(ctx, name, n_dims, shape, &v, err);
+    if (rc != TINFER_OK) return rc;
+    out->data = v->data;
+    out->dtype = v->dtype;
+    out->n_elems = v->n_elems;
+    return TINFER_OK;
+}
+static bool st_source_has(const void *ctx, const char *name) { return tinfer_st_find(ctx, name) != NULL; }
+
 tinfer_model_params tinfer_model_default_params(void) {
     tinfer_model_params p;
     memset(&p, 0, sizeof p);
@@ -69,7 +82,8 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
     if ((rc = tinfer_config_load(dir, &m->cfg, &sub)) != TINFER_OK ||
         (rc = tinfer_st_open_dir(dir, &m->st, &sub)) != TINFER_OK ||
         (rc = tinfer_tokenizer_load(dir, &m->tok, &sub)) != TINFER_OK ||
-        (rc = tinfer_llama_load(&m->cfg, m->st, &m->w, &sub)) != TINFER_OK) {
+        (rc = tinfer_llama_load(&m->cfg, &(tinfer_tensor_source){m->st, st_source_get, st_source_has}, &m->w,
+                                &sub)) != TINFER_OK) {
         tinfer_err_copy(NULL, &sub, rc);
         tinfer_model_free(m);
         return rc;

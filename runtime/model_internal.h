@@ -4,8 +4,8 @@
 #ifndef TINFER_MODEL_INTERNAL_H
 #define TINFER_MODEL_INTERNAL_H
 
+#include "base/error.h"
 #include "config.h"
-#include "error.h"
 #include "tokenizer.h"
 
 const tinfer_tokenizer *tinfer_model_tokenizer(const tinfer_model *model);

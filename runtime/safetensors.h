@@ -28,8 +28,8 @@
 #ifndef TINFER_SAFETENSORS_H
 #define TINFER_SAFETENSORS_H
 
-#include "error.h"
-#include "gemm/dtype.h"
+#include "base/dtype.h"
+#include "base/error.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -19,7 +19,7 @@
  * Memory: per-vocabulary scratch is allocated on the first call and grown only when a larger
  * vocabulary comes; the history ring is sized at init (or doubles when repeat_last_n = 0).
  */
-#include "error.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 #ifndef TINFER_TEXTFILE_H
 #define TINFER_TEXTFILE_H
 
-#include "error.h"
+#include "base/error.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>

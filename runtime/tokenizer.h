@@ -14,7 +14,7 @@
 #ifndef TINFER_TOKENIZER_H
 #define TINFER_TOKENIZER_H
 
-#include "error.h"
+#include "base/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -34,7 +34,7 @@
  * lanes: 90 / 97 / 97), where rung 06's ring lands its first 12 at about half that rate.
  * Figures move 10-20% between calls.
  */
-#include "gemm/tc/sm90.cuh"
+#include "gemm/cuda/sm90.cuh"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>

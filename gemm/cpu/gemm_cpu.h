@@ -10,7 +10,7 @@
 #ifndef TINFER_GEMM_CPU_H
 #define TINFER_GEMM_CPU_H
 
-#include "gemm/dtype.h"
+#include "base/dtype.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -14,7 +14,7 @@
 #ifndef TINFER_GEMM_CPU_INTERNAL_H
 #define TINFER_GEMM_CPU_INTERNAL_H
 
-#include "gemm/dtype.h"
+#include "base/dtype.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -11,7 +11,7 @@
 #ifndef TINFER_CUDA_CHECK_H
 #define TINFER_CUDA_CHECK_H
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 #include <cuda_runtime.h>
 

@@ -4,7 +4,7 @@
 #ifndef TINFER_DEVICE_H
 #define TINFER_DEVICE_H
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,6 +41,10 @@ typedef struct tinfer_cuda_facts {
 /* Facts of the current device (cudaGetDevice). TINFER_ERR_CUDA with a one-line message when the
  * runtime cannot say; the error is cleared from the runtime. */
 tinfer_status tinfer_cuda_current_facts(tinfer_cuda_facts *f, tinfer_err *err);
+
+/* The environment variable name as an integer in [lo, hi]: dflt when unset or empty, -2 when it
+ * holds anything else (the GEMM rungs' measurement switches, tc and decode). */
+int tinfer_gemv_env_int(const char *name, int dflt, int lo, int hi);
 
 #ifdef __cplusplus
 }

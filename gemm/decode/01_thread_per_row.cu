@@ -8,9 +8,9 @@
  * Measured (H200, 2026-12-02, run 4, cold L2): Llama-3-8B QKV 6144x4096 M=1 575 us (88 GB/s,
  * 2.1% of the 4248 GB/s copy), M=8 1120 us; SmolLM2 O 576x576 M=1 84 us (cuBLAS 7.5 us).
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/decode/gemv_bf16_internal.h"
-#include "gemm/tc/bf16_epi.cuh"
 
 static __global__ void gemv01_kernel(tinfer_gemm_bf16_args a) {
     const int64_t nout = tinfer_gemm_bf16_nout(a);

@@ -9,9 +9,9 @@
  * Measured (H200, 2026-12-02, run 4): QKV 6144x4096 M=1 140 us (359 GB/s, 8.4% of copy), M=8
  * 166 us; Llama down 4096x14336 M=1 317 us; SmolLM2 O M=1 8.6 us (cuBLAS 7.5).
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/decode/gemv_bf16_internal.h"
-#include "gemm/tc/bf16_epi.cuh"
 
 #define MT TINFER_GEMV_BF16_MT
 

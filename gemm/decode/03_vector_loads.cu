@@ -16,9 +16,9 @@
  * 4248 GB/s copy, cuBLAS 17.0 us), down 4096x14336 35.2 us (79%), LM head 49152x576 18.6 us
  * (72%). M=8 is FMA-bound as predicted: QKV 142 us, down 341 us.
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/decode/gemv_bf16_internal.h"
-#include "gemm/tc/bf16_epi.cuh"
 
 #define GEMV03_U 4
 

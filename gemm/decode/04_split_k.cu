@@ -20,11 +20,11 @@
  * nothing before griddepcontrol.wait and lets the next grid launch once its loads are consumed,
  * so back to back the next call's blocks are resident while this one drains.
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
+#include "gemm/cuda/ptx.cuh"
 #include "gemm/decode/gemv_bf16_internal.h"
-#include "gemm/decode/ptx.cuh"
-#include "gemm/tc/bf16_epi.cuh"
 
 #include <string.h>
 

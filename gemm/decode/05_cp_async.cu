@@ -130,9 +130,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "gemm/cuda/bf16_epi.cuh"
+#include "gemm/cuda/ptx.cuh"
 #include "gemm/decode/gemv_bf16_internal.h"
-#include "gemm/decode/ptx.cuh"
-#include "gemm/tc/bf16_epi.cuh"
 
 #include <cooperative_groups.h>
 
@@ -357,15 +357,6 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
     }
 }
 
-/* An integer measurement switch (gemv_bf16_internal.h); rung 05's are read once per process
- * (file comment): TINFER_GEMV_PDL, TINFER_GEMV05_XSTAGE, TINFER_GEMV05_STAGES, ... */
-int tinfer_gemv_env_int(const char *name, int dflt, int lo, int hi) {
-    const char *e = getenv(name);
-    if (!e || !*e) return dflt;
-    char *end = NULL;
-    const long v = strtol(e, &end, 10);
-    return (*end || v < lo || v > hi) ? -2 : (int)v;
-}
 typedef struct g05_switches {
     int pdl, pdl_set, xstage_min_m, stages, prefetch, split, early_w, bps;
 } g05_switches;

@@ -47,11 +47,11 @@
  *    25.3 vs 27.5, gate/up 109.2 vs 111.5); evict_first on W: -0.6..-1 us; both kept as options.
  * Hence the dispatcher does not use this rung (bf16.h).
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
+#include "gemm/cuda/ptx.cuh"
 #include "gemm/decode/gemv_bf16_internal.h"
-#include "gemm/decode/ptx.cuh"
-#include "gemm/tc/bf16_epi.cuh"
 
 #include <string.h>
 

@@ -41,11 +41,11 @@
  * all read while the previous kernel runs: graph timing at M = 1 QKV / O / gate/up 1.46 / 1.35 /
  * 1.91 (run 3) against rung 05's 2.46 / 2.42 / 3.18.
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
+#include "gemm/cuda/ptx.cuh"
 #include "gemm/decode/gemv_bf16_internal.h"
-#include "gemm/decode/ptx.cuh"
-#include "gemm/tc/bf16_epi.cuh"
 
 #include <string.h>
 

@@ -50,13 +50,13 @@
  * Constraints: K % 8 == 0, 16-byte aligned rows (bf16.h): the TMA's 16-byte stride rule. Tokens:
  * passes of 8 (grid.y); larger M re-streams W once per pass.
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
+#include "gemm/cuda/ptx.cuh"
+#include "gemm/cuda/sm90.cuh"
+#include "gemm/cuda/tma.h"
 #include "gemm/decode/gemv_bf16_internal.h"
-#include "gemm/decode/ptx.cuh"
-#include "gemm/tc/bf16_epi.cuh"
-#include "gemm/tc/gemm_bf16_tc_internal.h"
-#include "gemm/tc/sm90.cuh"
 
 #include <stdlib.h>
 #include <string.h>

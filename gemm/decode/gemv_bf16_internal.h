@@ -35,9 +35,6 @@ tinfer_status tinfer_gemv_bf16_stream(const tinfer_gemm_bf16_args *a, cudaStream
  * (at exit), 4 once the last loads are issued (rung 05; rung 04 treats 3 and 4 as 2); -2: the
  * variable holds a value that is not understood (the launcher fails the call). */
 int tinfer_gemv_pdl_mode(void);
-/* The environment variable name as an integer in [lo, hi]: dflt when unset or empty, -2 when it
- * holds anything else (05_cp_async.cu; the decode rungs' measurement switches). */
-int tinfer_gemv_env_int(const char *name, int dflt, int lo, int hi);
 
 /* Rungs 05/06's launch choice for M tokens (05_cp_async.cu): stages of the cp.async pipeline,
  * token rows of X staged per stage (0: X read from global memory), tokens per pass, dynamic

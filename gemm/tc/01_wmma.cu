@@ -15,8 +15,8 @@
  * Measured (H200, 2026-12-02, run 4): 150-158 TFLOP/s at 2048-8192 (19-20% of cuBLAS), 34 at
  * 1024: no pipelining and synchronous 16-byte loads leave the tensor cores idle most of the time.
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
-#include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 
 #include <mma.h>

@@ -94,10 +94,10 @@
  * (one CTA of ~200 KB per SM, which no CTA of the next kernel can share) was slower
  * (gemm/tc/README.md, "PDL and early loads") and is not built.
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
-#include "gemm/decode/ptx.cuh"
-#include "gemm/tc/bf16_epi.cuh"
+#include "gemm/cuda/ptx.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 
 #include <cooperative_groups.h>

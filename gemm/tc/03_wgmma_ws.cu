@@ -106,12 +106,13 @@
  * an mbarrier parity wait cannot tell phase n from n - 2, and the second consumer waited on
  * phase 1 of stages whose phase 0 had not completed (fixed by the ordered mainloops).
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
-#include "gemm/decode/ptx.cuh"
-#include "gemm/tc/bf16_epi.cuh"
+#include "gemm/cuda/ptx.cuh"
+#include "gemm/cuda/sm90.cuh"
+#include "gemm/cuda/tma.h"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
-#include "gemm/tc/sm90.cuh"
 #include "gemm/tc/ws_trace.cuh"
 
 #include <cuda.h>
@@ -871,40 +872,6 @@ static __global__ void __launch_bounds__(384, 1)
 #endif
 }
 
-/* cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda needed). */
-static PFN_cuTensorMapEncodeTiled_v12000 ws_encode_fn(void) {
-    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
-    if (!fn) {
-        void *p = NULL;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-            q == cudaDriverEntryPointSuccess)
-            fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
-        else
-            (void)cudaGetLastError();
-    }
-    return fn;
-}
-
-/* Boxes of box_cols x box_rows; the 128-byte swizzle where a box row fits it (box_cols <= 64),
- * else none (decode rung 09's 256-column boxes). */
-static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
-                                   uint32_t box_cols, uint32_t box_rows, const char *what, tinfer_err *err) {
-    PFN_cuTensorMapEncodeTiled_v12000 enc = ws_encode_fn();
-    if (!enc) return tinfer_err_set(err, TINFER_ERR_CUDA, "gemm_bf16 wgmma: cuTensorMapEncodeTiled not available");
-    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {(cuuint64_t)ld * 2};
-    const cuuint32_t box[2] = {box_cols, box_rows}, estr[2] = {1, 1};
-    const CUtensorMapSwizzle swz = box_cols <= 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
-    CUresult r = enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims, strides, box, estr,
-                     CU_TENSOR_MAP_INTERLEAVE_NONE, swz, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: tensor map for %s [%lld, %lld] ld %lld failed (CUresult %d)",
-                              what, (long long)rows, (long long)K, (long long)ld, (int)r);
-    return TINFER_OK;
-}
-
 /* Measurement switches (environment, read once each; documented in README). WS_SW_LINES (on
  * unless TINFER_GEMM_WGMMA_EPI=regs): whole-line stores of BF16 tiles, else register-direct
  * stores; WS_SW_TMA (off unless TINFER_GEMM_WGMMA_EPI=tma): the TMA-store epilogue where it
@@ -928,76 +895,11 @@ static bool ws_switch_on(int which) {
     return on[which] != 0;
 }
 
-/* A map depends only on (address, rows, K, ld, box), so a per-thread cache of encoded maps is
- * always valid (a reused address with the same shape encodes to the same map) and keeps the host
- * cost of a launch to a lookup. Sized for a model: every weight of a 32-layer model with four
- * projections (128 maps) plus its activation buffers stays cached, so decode and prefill steps
- * never re-encode (a 16-entry cache missed on every call of a model's layer sequence).
- * WS_MAP_SETS sets of WS_MAP_WAYS entries, round-robin within a set; allocated on a thread's
- * first call (45 KB), freed at thread exit; without memory the maps are simply not cached.
- * TINFER_GEMM_WGMMA_MAPCACHE=0 encodes every map on every call (for measurement). */
-#define WS_MAP_SETS 64
-#define WS_MAP_WAYS 4
-typedef struct ws_map_entry {
-    const void *p;
-    int64_t rows, K, ld;
-    uint32_t box_rows, box_cols;
-    CUtensorMap map;
-} ws_map_entry;
-struct WsMapCache {
-    ws_map_entry *e = nullptr;
-    uint8_t next[WS_MAP_SETS] = {};
-    ~WsMapCache() { free(e); }
-};
-static thread_local WsMapCache ws_cache;
-
-static tinfer_status ws_make_map_box(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
-                                     uint32_t box_cols, uint32_t box_rows, const char *what, tinfer_err *err) {
-    WsMapCache &c = ws_cache;
-    if (!c.e && ws_switch_on(WS_SW_MAPCACHE)) c.e = (ws_map_entry *)calloc(WS_MAP_SETS * WS_MAP_WAYS, sizeof(ws_map_entry));
-    /* set index: the address bits above the 256-byte alignment cudaMalloc gives, mixed with the shape */
-    const uint64_t h = ((uint64_t)(uintptr_t)base >> 8) ^ ((uint64_t)(uintptr_t)base >> 20) ^ (uint64_t)rows ^
-                       ((uint64_t)box_rows << 3) ^ ((uint64_t)box_cols << 5);
-    ws_map_entry *set = c.e ? c.e + (h % WS_MAP_SETS) * WS_MAP_WAYS : nullptr;
-    for (int i = 0; set && i < WS_MAP_WAYS; i++) {
-        const ws_map_entry &e = set[i];
-        if (e.p == base && e.rows == rows && e.K == K && e.ld == ld && e.box_rows == box_rows &&
-            e.box_cols == box_cols) {
-            *map = e.map;
-            return TINFER_OK;
-        }
-    }
-    tinfer_status st = ws_encode_map(map, base, rows, K, ld, box_cols, box_rows, what, err);
-    if (st != TINFER_OK || !set) return st;
-    uint8_t &nx = c.next[h % WS_MAP_SETS];
-    ws_map_entry &e = set[nx];
-    nx = (uint8_t)((nx + 1) % WS_MAP_WAYS);
-    e.p = base;
-    e.rows = rows;
-    e.K = K;
-    e.ld = ld;
-    e.box_rows = box_rows;
-    e.box_cols = box_cols;
-    e.map = *map;
-    return TINFER_OK;
-}
-
-/* Rung 03's own maps: 64-column boxes with the 128-byte swizzle. */
+/* Rung 03's maps: 64-column boxes with the 128-byte swizzle, from the shared per-thread cache
+ * (gemm/cuda/tma.h). */
 static tinfer_status ws_make_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
                                  uint32_t box_rows, const char *what, tinfer_err *err) {
-    return ws_make_map_box(map, base, rows, K, ld, WS_BK, box_rows, what, err);
-}
-
-/* Shared with rungs 05 / 06 and decode rung 09 (gemm_bf16_tc_internal.h): the cached maps and
- * the PDL policy. */
-tinfer_status tinfer_gemm_bf16_tma_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
-                                       uint32_t box_rows, const char *what, tinfer_err *err) {
-    return ws_make_map(map, base, rows, K, ld, box_rows, what, err);
-}
-tinfer_status tinfer_gemm_bf16_tma_map_box(CUtensorMap *map, const uint16_t *base, int64_t rows,
-                                           int64_t K, int64_t ld, uint32_t box_cols,
-                                           uint32_t box_rows, const char *what, tinfer_err *err) {
-    return ws_make_map_box(map, base, rows, K, ld, box_cols, box_rows, what, err);
+    return tinfer_gemm_bf16_tma_map(map, base, rows, K, ld, box_rows, what, err);
 }
 
 /* Tile configuration for a shape: the tile width whose tiles finish soonest, a tile costing its

@@ -44,12 +44,12 @@
  * 16.8 -> 19.5 us on the LM head), so KS is a template parameter and the stage always runs all
  * KS k-blocks; and a CTA that walks several tiles lost with PDL (Llama gate/up 61.3 -> 64.8).
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
-#include "gemm/decode/ptx.cuh"
-#include "gemm/tc/bf16_epi.cuh"
+#include "gemm/cuda/ptx.cuh"
+#include "gemm/cuda/sm90.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
-#include "gemm/tc/sm90.cuh"
 
 #include <stdlib.h>
 #include <string.h>

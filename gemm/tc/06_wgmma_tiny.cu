@@ -82,13 +82,12 @@
  * 3.86 / 4.01), down (split) M = 16 / 32 / 64 / 128 / 256 2.91 / 3.13 / 3.19 / 3.64 / 4.20
  * (4.70-4.90); W multicast lost (session 11: QKV M = 512 over 2 / 4 CTAs 5.44 / 5.64 vs 4.45).
  */
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
-#include "gemm/decode/gemv_bf16_internal.h" /* tinfer_gemv_env_int */
-#include "gemm/decode/ptx.cuh"
-#include "gemm/tc/bf16_epi.cuh"
+#include "gemm/cuda/ptx.cuh"
+#include "gemm/cuda/sm90.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
-#include "gemm/tc/sm90.cuh"
 
 #include <string.h>
 #include <type_traits>

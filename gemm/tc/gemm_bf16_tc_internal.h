@@ -6,6 +6,7 @@
 #define TINFER_GEMM_BF16_TC_INTERNAL_H
 
 #include "gemm/bf16.h"
+#include "gemm/cuda/tma.h"
 
 #include <cuda.h>
 #include <string.h>
@@ -63,27 +64,18 @@ void tinfer_gemm_bf16_wgmma_pick_split(int64_t M, int64_t nout, int64_t K, int32
                                        int32_t *ksplit);
 /* How many clusters of ksplit CTAs of the split kernel (cfg 128, 144 or 256) the current device holds at once. */
 tinfer_status tinfer_gemm_bf16_wgmma_max_clusters(int32_t cfg, int32_t ksplit, int32_t *n, tinfer_err *err);
-/* The configuration the AUTO pick takes for M x N' outputs on n_sm SMs (exposed for tests/bench). */
+/* The configuration the AUTO pick takes for M x N' outputs on n_sm SMs (for tests, benches). */
 int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu, int32_t n_sm);
 /* The narrow width the pick takes for this shape, 72 or 96, or 0 (before the split rule; bf16.h,
  * TINFER_GEMM_BF16_WGMMA_72_MAX_K, TINFER_GEMM_BF16_WGMMA_96). */
 int32_t tinfer_gemm_bf16_wgmma_narrow(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm);
 
-/* Shared by the TMA-fed rungs (03, 05; defined in 03_wgmma_ws.cu): a 2-D BF16 tensor map of a
- * row-major [rows, K] matrix (leading dimension ld) with boxes of 64 K-columns x box_rows rows and
- * the 128-byte swizzle, from the per-thread map cache; and whether a launch at this K uses
- * programmatic dependent launch (rungs 02-05 on sm_90; TINFER_GEMM_BF16_WGMMA_PDL_MAX_K,
- * TINFER_GEMM_WGMMA_PDL). */
-tinfer_status tinfer_gemm_bf16_tma_map(CUtensorMap *map, const uint16_t *base, int64_t rows, int64_t K, int64_t ld,
-                                       uint32_t box_rows, const char *what, tinfer_err *err);
-/* The same with boxes of box_cols K-columns (<= 256): the 128-byte swizzle for box_cols <= 64,
- * else no swizzle (decode rung 09's 256-column boxes). */
-tinfer_status tinfer_gemm_bf16_tma_map_box(CUtensorMap *map, const uint16_t *base, int64_t rows,
-                                           int64_t K, int64_t ld, uint32_t box_cols,
-                                           uint32_t box_rows, const char *what, tinfer_err *err);
 /* Split-K reduction of rungs 03 and 05: st.async onto the owner's mbarrier (default), or DSMEM
  * stores and a second cluster barrier (TINFER_GEMM_WGMMA_SPLITRED=barrier, read once). */
 bool tinfer_gemm_bf16_split_asyncred(void);
+/* Whether a launch at this K uses programmatic dependent launch (rungs 02-05 on sm_90;
+ * TINFER_GEMM_BF16_WGMMA_PDL_MAX_K, TINFER_GEMM_WGMMA_PDL; defined in 03_wgmma_ws.cu). The TMA
+ * maps these rungs use are in gemm/cuda/tma.h. */
 bool tinfer_gemm_bf16_wgmma_pdl(int64_t K);
 /* Whether a launch of rung 02 / 04 with PDL (pdl) issues its first stages' W loads before the
  * wait: args.w_static, unless TINFER_GEMM_EARLY_W=0 (read once). */

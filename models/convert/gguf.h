@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "base/error.h"
 
 /* GGUF value types (ggml-org/ggml docs/gguf.md, enum gguf_type). */
 enum {

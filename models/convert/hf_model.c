@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm/dtype.h"
+#include "base/dtype.h"
 #include "quant.h"
 
 static tinfer_status get_i64(const gguf_file *f, const char *key, int64_t lo, int64_t hi,

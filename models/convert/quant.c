@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "gemm/dtype.h"
+#include "base/dtype.h"
 #include "gguf.h"
 
 static float f16_at(const uint8_t *p) {

@@ -5,7 +5,7 @@
 #ifndef TINFER_OPS_CPU_H
 #define TINFER_OPS_CPU_H
 
-#include "gemm/dtype.h"
+#include "base/dtype.h"
 
 #include <stdint.h>
 

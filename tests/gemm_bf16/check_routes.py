@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check_routes.py — gemm/bench_bf16/ROUTES.md is what `tinfer-bench-gemm route --table` prints
-from the dispatcher's rules (gemm/tc/dispatch.cu, gemm/bf16.h), so a changed threshold cannot
+from the dispatcher's rules (gemm/dispatch.cu, gemm/bf16.h), so a changed threshold cannot
 land with a stale route table; and the route command refuses bad arguments with a one-line error
 and status 2.
 

@@ -607,7 +607,7 @@ static void gemv_pick(void) {
 }
 
 /* The dispatcher's route (tinfer_gemm_bf16_route_for: host arithmetic, the rules in
- * gemm/tc/dispatch.cu with bf16.h's constants) on an H200's facts (sm_90, 132 SMs) and with no
+ * gemm/dispatch.cu with bf16.h's constants) on an H200's facts (sm_90, 132 SMs) and with no
  * device (0, 0), so both run on a machine without a GPU: the decode GEMV up to
  * TINFER_GEMM_BF16_GEMV_MAX_M tokens; on sm_90 the GEMM path where rung 06 takes the shape;
  * beyond that the GEMV only for rung 08's short rows (up to TINFER_GEMV_BF16_STREAM_MAX_M tokens,

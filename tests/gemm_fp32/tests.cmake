@@ -3,8 +3,8 @@
 # the reduced set run under compute-sanitizer on the device (scripts/gpu-fp32-run.sh).
 if(TINFER_HAVE_CUDA)
   add_executable(test_gemm_fp32 ${CMAKE_CURRENT_LIST_DIR}/test_sgemm.c
-                 ${PROJECT_SOURCE_DIR}/runtime/status.c)
-  target_include_directories(test_gemm_fp32 PRIVATE ${PROJECT_SOURCE_DIR})
+                 ${TINFER_BASE_SRC})
+  target_include_directories(test_gemm_fp32 PRIVATE ${TINFER_INCLUDE_DIRS})
   target_link_libraries(test_gemm_fp32 PRIVATE tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
   add_test(NAME gemm_fp32 COMMAND test_gemm_fp32)
   add_test(NAME gemm_fp32_quick COMMAND test_gemm_fp32 --quick)

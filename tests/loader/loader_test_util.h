@@ -7,7 +7,7 @@
 #ifndef TINFER_LOADER_TEST_UTIL_H
 #define TINFER_LOADER_TEST_UTIL_H
 
-#include "error.h"
+#include "base/error.h"
 
 #include <ftw.h>
 #include <stdint.h>

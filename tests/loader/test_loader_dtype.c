@@ -1,5 +1,5 @@
 /*
- * test_loader_dtype.c — the F16/BF16 <-> F32 helpers of gemm/dtype.h that the loader relies on
+ * test_loader_dtype.c — the F16/BF16 <-> F32 helpers of base/dtype.h that the loader relies on
  * to widen stored weights. Known answers come from the IEEE-754 binary16 and bfloat16 encodings;
  * the exhaustive checks compare every one of the 65536 bit patterns against an independent
  * formula (ldexp of sign, exponent and mantissa), so no expected value comes from the code under
@@ -7,7 +7,7 @@
  */
 #define _XOPEN_SOURCE 700
 
-#include "gemm/dtype.h"
+#include "base/dtype.h"
 #include "loader_test_util.h"
 
 #include <math.h>

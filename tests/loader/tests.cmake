@@ -4,11 +4,11 @@
 set(TINFER_LOADER_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(TINFER_LOADER_SRC ${PROJECT_SOURCE_DIR}/runtime/safetensors.c
     ${PROJECT_SOURCE_DIR}/runtime/config.c ${PROJECT_SOURCE_DIR}/runtime/textfile.c
-    ${PROJECT_SOURCE_DIR}/runtime/status.c)
+    ${TINFER_BASE_SRC})
 
 foreach(t loader_safetensors loader_config loader_dtype)
   add_executable(test_${t} ${TINFER_LOADER_DIR}/test_${t}.c ${TINFER_LOADER_SRC})
-  target_include_directories(test_${t} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime
+  target_include_directories(test_${t} PRIVATE ${TINFER_INCLUDE_DIRS} ${PROJECT_SOURCE_DIR}/runtime
                                                ${TINFER_LOADER_DIR})
   target_link_libraries(test_${t} PRIVATE PkgConfig::CJSON ${MATH_LIB})
   add_test(NAME ${t} COMMAND test_${t})
@@ -40,11 +40,12 @@ if(TINFER_FUZZ)
       OUTPUT ${_fuzz_bin}
       COMMAND ${TINFER_CLANG} -std=c11 -g -O1 -Wall -Wextra -Werror
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-              -I${PROJECT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/runtime ${CJSON_CFLAGS}
+              -I${PROJECT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/runtime ${CJSON_CFLAGS}
               ${_fuzz_src} ${CJSON_LDFLAGS} -lm -o ${_fuzz_bin}
       DEPENDS ${_fuzz_src} ${PROJECT_SOURCE_DIR}/runtime/safetensors.h
-              ${PROJECT_SOURCE_DIR}/runtime/config.h ${PROJECT_SOURCE_DIR}/runtime/error.h
-              ${PROJECT_SOURCE_DIR}/gemm/dtype.h
+              ${PROJECT_SOURCE_DIR}/runtime/config.h ${PROJECT_SOURCE_DIR}/base/error.h
+              ${PROJECT_SOURCE_DIR}/base/dtype.h ${PROJECT_SOURCE_DIR}/include/tinfer.h
+              ${PROJECT_SOURCE_DIR}/models/llama_config.h
       COMMAND_EXPAND_LISTS VERBATIM
       COMMENT "Building libFuzzer target fuzz_safetensors with ${TINFER_CLANG}")
     add_custom_target(fuzz_safetensors ALL DEPENDS ${_fuzz_bin})

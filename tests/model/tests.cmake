@@ -23,5 +23,5 @@ set_tests_properties(smollm2_greedy PROPERTIES LABELS model TIMEOUT 600
 
 # perf_model: per-op time of prefill and decode (a measuring tool, not a ctest test).
 add_executable(perf_model ${TINFER_MODEL_TEST_DIR}/perf_model.c)
-target_include_directories(perf_model PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime)
+target_include_directories(perf_model PRIVATE ${TINFER_INCLUDE_DIRS} ${PROJECT_SOURCE_DIR}/runtime)
 target_link_libraries(perf_model PRIVATE tinfer)

@@ -5,7 +5,7 @@ set(TINFER_OPS_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 function(tinfer_ops_cpu_exe name)
   add_executable(${name} ${TINFER_OPS_TEST_DIR}/${name}.c
                  $<TARGET_OBJECTS:tinfer_gemm> $<TARGET_OBJECTS:tinfer_ops>)
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime)
+  target_include_directories(${name} PRIVATE ${TINFER_INCLUDE_DIRS})
   target_link_libraries(${name} PRIVATE OpenMP::OpenMP_C ${MATH_LIB})
 endfunction()
 

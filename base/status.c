@@ -1,5 +1,5 @@
 /* status.c — status text and the error slots described in error.h. */
-#include "error.h"
+#include "base/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -34,9 +34,9 @@
  * An explicit path argument overrides the path; the rung switch still applies on the GEMM path.
  */
 #include "gemm/bf16.h"
+#include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/device.h"
 #include "gemm/decode/gemv_bf16_internal.h"
-#include "gemm/tc/bf16_epi.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 
 #include <stdio.h>
