@@ -18,13 +18,15 @@ int main(int argc, char **argv) {
     int32_t n = 0, pos[1024], seq[1024] = {0};
     if (tinfer_tokenize(m, argv[2], strlen(argv[2]), TINFER_TOKENIZE_ADD_SPECIAL, tok, 1024, &n))
         return fprintf(stderr, "error: %s\n", tinfer_last_error()), 1;
-    for (int32_t i = 0; i < n; i++) pos[i] = i;
+    for (int32_t i = 0; i < n; i++)
+        pos[i] = i;
     tinfer_batch b = {n, tok, pos, seq, NULL}; /* the whole prompt; logits of its last token */
     tinfer_detok_stream ds = {0};              /* prints whole UTF-8 characters only */
     for (int step = 0; step < 32 && tinfer_decode(ctx, &b) == TINFER_OK; step++) {
         const float *lg = tinfer_get_logits(ctx, b.n_tokens - 1);
         tinfer_token best = 0; /* greedy: the most likely next token */
-        for (int32_t v = 1; v < tinfer_model_n_vocab(m); v++) best = lg[v] > lg[best] ? v : best;
+        for (int32_t v = 1; v < tinfer_model_n_vocab(m); v++)
+            best = lg[v] > lg[best] ? v : best;
         if (tinfer_token_is_eog(m, best)) break;
         char text[256];
         size_t len;

@@ -38,7 +38,8 @@ void api_error_set(api_error *e, int http_status, const char *type, const char *
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static int bad_request(api_error *e, const char *code, const char *fmt, ...) {
+static int
+bad_request(api_error *e, const char *code, const char *fmt, ...) {
     e->http_status = 400;
     e->type = "invalid_request_error";
     e->code = code;
@@ -106,8 +107,8 @@ static int parse_prompt(const api_model *m, const cJSON *root, srv_request *r, a
     if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child))
         p = p->child; /* ["text"]: one prompt */
     if (cJSON_IsString(p))
-        return tokenize_into(m, p->valuestring, strlen(p->valuestring),
-                             TINFER_TOKENIZE_ADD_SPECIAL, r, e);
+        return tokenize_into(m, p->valuestring, strlen(p->valuestring), TINFER_TOKENIZE_ADD_SPECIAL,
+                             r, e);
     if (!cJSON_IsArray(p))
         return BAD(e, "invalid_type", "'prompt' must be a string or an array of token ids");
     int n = cJSON_GetArraySize(p);
@@ -220,7 +221,8 @@ static int parse_messages(const api_model *m, const cJSON *root, srv_request *r,
     rc = tokenize_into(m, text, need, TINFER_TOKENIZE_PARSE_SPECIAL, r, e);
 done:
     if (content)
-        for (int k = 0; k < n; k++) free(content[k]);
+        for (int k = 0; k < n; k++)
+            free(content[k]);
     free(content);
     free(cm);
     free(text);
@@ -252,8 +254,8 @@ static int parse_stops(const cJSON *root, srv_request *r, api_error *e) {
     return 0;
 }
 
-int api_parse_request(const api_model *m, const char *body, size_t n, bool chat,
-                      srv_request *r, api_error *e) {
+int api_parse_request(const api_model *m, const char *body, size_t n, bool chat, srv_request *r,
+                      api_error *e) {
     int rc = -1;
     cJSON *root = cJSON_ParseWithLength(body, n);
     if (!root) return BAD(e, "invalid_json", "the body is not valid JSON");
@@ -315,8 +317,7 @@ int api_parse_request(const api_model *m, const char *body, size_t n, bool chat,
     sp.repeat_penalty = rp;
     if (get_int(root, "top_k", -1, 1 << 30, &v, &present, e)) goto done;
     if (present) sp.top_k = (int32_t)v;
-    if (get_int(root, "seed", -9007199254740991.0, 9007199254740991.0, &v, &present, e))
-        goto done;
+    if (get_int(root, "seed", -9007199254740991.0, 9007199254740991.0, &v, &present, e)) goto done;
     if (present) sp.seed = (uint64_t)v;
     r->sp = sp;
 

@@ -23,8 +23,8 @@ typedef struct api_error {
 
 /* Parses a /v1/completions (chat = false) or /v1/chat/completions body into r: prompt tokens,
  * max_tokens, sampler params, stops, stream. Returns 0, or -1 with e filled (4xx). */
-int api_parse_request(const api_model *m, const char *body, size_t n, bool chat,
-                      srv_request *r, api_error *e);
+int api_parse_request(const api_model *m, const char *body, size_t n, bool chat, srv_request *r,
+                      api_error *e);
 
 /* Response bodies (malloc'd, NUL-terminated; NULL when out of memory). Read r under the
  * scheduler's mutex or after it is done. */

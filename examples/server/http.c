@@ -107,10 +107,13 @@ static void log_request(srv_http *h, const char *url, const srv_request *r, int 
     if (h->quiet) return;
     double ttft = r->t_first > 0 ? 1e3 * (r->t_first - r->t_submit) : 0;
     double gen_s = r->t_first > 0 ? r->t_done - r->t_first : 0;
-    fprintf(stderr, "tinfer-server: %s %d id %llu prompt %d gen %d ttft %.1f ms decode %.1f tok/s %s\n",
+    fprintf(stderr,
+            "tinfer-server: %s %d id %llu prompt %d gen %d ttft %.1f ms decode %.1f tok/s %s\n",
             url, status, (unsigned long long)r->id, (int)r->n_prompt, (int)r->n_gen, ttft,
             gen_s > 0 ? r->n_gen / gen_s : 0.0,
-            r->finish ? r->finish : r->cancelled ? "cancelled" : "error");
+            r->finish      ? r->finish
+            : r->cancelled ? "cancelled"
+                           : "error");
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -249,10 +252,13 @@ static enum MHD_Result handle_completion(srv_http *h, conn *k, bool chat, const 
     int status = 200;
     if (r->finish) {
         json = api_completion_json(&h->m, r);
+    } else if (r->cancelled) { /* only shutdown cancels a request whose client is still here */
+        status = 503;
+        api_error_set(&e, 503, "unavailable_error", "cancelled", "the server is shutting down");
+        json = api_error_json(&e);
     } else {
         status = 500;
-        api_error_set(&e, 500, "server_error", r->cancelled ? "cancelled" : "runtime_error", "%s",
-                      r->cancelled ? "the server is shutting down" : r->error);
+        api_error_set(&e, 500, "server_error", "runtime_error", "%s", r->error);
         json = api_error_json(&e);
     }
     log_request(h, url, r, status);
@@ -335,10 +341,10 @@ static enum MHD_Result route(srv_http *h, conn *k, const char *url, const char *
     if (!strcmp(url, "/health")) {
         if (!get) goto not_allowed;
         if (!ready || draining)
-            return send_text(mc, 503, "application/json",
-                             strdup(draining ? "{\"status\":\"shutting down\"}"
-                                             : "{\"status\":\"loading\"}"),
-                             "1");
+            return send_text(
+                mc, 503, "application/json",
+                strdup(draining ? "{\"status\":\"shutting down\"}" : "{\"status\":\"loading\"}"),
+                "1");
         return send_json(mc, 200, strdup("{\"status\":\"ok\"}"));
     }
     if (!strcmp(url, "/metrics")) {
@@ -368,9 +374,8 @@ not_allowed:
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls) {
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls) {
     (void)version;
     srv_http *h = cls;
     conn *k = *con_cls;

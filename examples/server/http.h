@@ -14,11 +14,11 @@ struct MHD_Daemon;
 
 typedef struct srv_http {
     /* set before http_start */
-    size_t max_body;        /* bytes; larger bodies get 413 */
-    int max_connections;    /* open connections (each holds a thread) */
-    int idle_timeout_s;     /* an idle keep-alive connection is closed after this */
-    bool quiet;             /* no per-request log line on stderr */
-    int64_t started;        /* unix seconds */
+    size_t max_body;     /* bytes; larger bodies get 413 */
+    int max_connections; /* open connections (each holds a thread) */
+    int idle_timeout_s;  /* an idle keep-alive connection is closed after this */
+    bool quiet;          /* no per-request log line on stderr */
+    int64_t started;     /* unix seconds */
     /* set when the model is loaded, before `ready` */
     api_model m;
     srv_sched *sched;

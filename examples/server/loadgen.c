@@ -90,8 +90,10 @@ static void on_line(stream_state *st, const char *line) {
     const cJSON *fin = cJSON_GetObjectItem(ch, "finish_reason");
     if (cJSON_IsString(fin)) {
         const cJSON *ct = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "usage"), "completion_tokens");
-        if (!cJSON_IsNumber(ct)) mark_bad(st, "the final chunk has no usage");
-        else st->res->tokens = (long)ct->valuedouble;
+        if (!cJSON_IsNumber(ct))
+            mark_bad(st, "the final chunk has no usage");
+        else
+            st->res->tokens = (long)ct->valuedouble;
         st->final_seen = true;
     }
     cJSON_Delete(o);
@@ -209,8 +211,8 @@ static int parse_long_opt(const char *opt, const char *s, long lo, long hi, long
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "tinfer-loadgen: error: %s: '%s' is not an integer in [%ld, %ld]\n", opt,
-                s, lo, hi);
+        fprintf(stderr, "tinfer-loadgen: error: %s: '%s' is not an integer in [%ld, %ld]\n", opt, s,
+                lo, hi);
         return 1;
     }
     *out = v;
@@ -243,9 +245,12 @@ int main(int argc, char **argv) {
         }
         const char *v = argv[++i];
         int bad = 0;
-        if (!strcmp(a, "--url")) o.url = v;
-        else if (!strcmp(a, "--prompt")) o.prompt = v;
-        else if (!strcmp(a, "--json")) o.json_path = v;
+        if (!strcmp(a, "--url"))
+            o.url = v;
+        else if (!strcmp(a, "--prompt"))
+            o.prompt = v;
+        else if (!strcmp(a, "--json"))
+            o.json_path = v;
         else if (!strcmp(a, "-c") || !strcmp(a, "--clients"))
             bad = parse_long_opt(a, v, 1, 4096, &o.clients);
         else if (!strcmp(a, "-n") || !strcmp(a, "--requests"))
@@ -303,7 +308,8 @@ int main(int argc, char **argv) {
         if (pthread_create(&th[i], NULL, client_main, &cl[i]) != 0) break;
         started++;
     }
-    for (long i = 0; i < started; i++) pthread_join(th[i], NULL);
+    for (long i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
     const double wall = now_s() - t0;
 
     long ok = 0, tokens = 0, n_ttft = 0, n_rate = 0, n_bad = 0;

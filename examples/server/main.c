@@ -92,9 +92,11 @@ static void default_omp_wait_policy(char **argv) {
 /* The directory's last component: what clients pass as "model". */
 static const char *dir_name(const char *dir, char *buf, size_t cap) {
     size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
     size_t b = n;
-    while (b > 0 && dir[b - 1] != '/') b--;
+    while (b > 0 && dir[b - 1] != '/')
+        b--;
     snprintf(buf, cap, "%.*s", (int)(n - b), dir + b);
     return buf;
 }
@@ -164,7 +166,8 @@ int main(int argc, char **argv) {
     if (n_batch < parallel) n_batch = parallel; /* every decoding sequence fits one step */
 
     /* The address, before anything is loaded: a wrong one fails fast. */
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     char port_s[16];

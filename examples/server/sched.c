@@ -34,20 +34,22 @@ double srv_now(void) {
 }
 
 typedef struct slot {
-    srv_request *req; /* NULL: free */
-    int32_t n_past;   /* tokens in this sequence's KV cache */
-    int32_t n_fed;    /* prompt tokens fed so far */
+    srv_request *req;  /* NULL: free */
+    int32_t n_past;    /* tokens in this sequence's KV cache */
+    int32_t n_fed;     /* prompt tokens fed so far */
     tinfer_token next; /* sampled, to be fed in the next step */
     tinfer_sampler *smp;
     tinfer_detok_stream ds;
     char *hold; /* generated text held back: it may be the start of a stop string */
     size_t hold_n, hold_cap;
     int32_t row; /* batch index of this slot's logits in the current step, -1: none */
+    tinfer_token sampled; /* this step's token, sampled before the lock is taken */
+    tinfer_status sample_rc;
 } slot;
 
 struct srv_sched {
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* wakes the scheduler: a request queued, cancelled, or stop */
+    pthread_cond_t cv;      /* wakes the scheduler: a request queued, cancelled, or stop */
     pthread_cond_t idle_cv; /* signalled when a request ends (sched_drain waits on it) */
     pthread_t thread;
     bool thread_started, stop, draining;
@@ -61,6 +63,7 @@ struct srv_sched {
     int32_t q_head, q_len;
     slot *slots; /* [parallel]; slot i is sequence i */
     int32_t n_active;
+    int64_t kv_tokens; /* tokens cached over the active slots, after the last step (metrics) */
 
     /* batch buffers [n_batch] */
     tinfer_token *b_tok;
@@ -88,7 +91,8 @@ srv_request *sched_request_new(void) {
 static void request_free(srv_request *r) {
     pthread_cond_destroy(&r->cv);
     free(r->prompt);
-    for (int i = 0; i < r->n_stops; i++) free(r->stops[i]);
+    for (int i = 0; i < r->n_stops; i++)
+        free(r->stops[i]);
     free(r->text);
     free(r);
 }
@@ -163,6 +167,14 @@ static void request_end_locked(srv_sched *s, srv_request *r, const char *finish)
     pthread_cond_broadcast(&s->idle_cv);
 }
 
+/* Under mu, on the scheduler thread (the only one that changes slots). */
+static void kv_recount_locked(srv_sched *s) {
+    int64_t kv = 0;
+    for (int32_t i = 0; i < s->p.parallel; i++)
+        if (s->slots[i].req) kv += s->slots[i].n_past;
+    s->kv_tokens = kv;
+}
+
 /* Gives slot i back: the sequence's cache is cleared, its sampler freed. Under mu. */
 static void slot_release_locked(srv_sched *s, int32_t i) {
     slot *sl = &s->slots[i];
@@ -173,6 +185,7 @@ static void slot_release_locked(srv_sched *s, int32_t i) {
     sl->req = NULL;
     sl->hold_n = 0;
     s->n_active--;
+    kv_recount_locked(s);
 }
 
 static int hold_append(slot *sl, const char *text, size_t n) {
@@ -238,7 +251,8 @@ static int slot_admit_locked(srv_sched *s, int32_t i, srv_request *r) {
         return -1;
     }
     /* the repetition penalty sees the prompt too, as HF's does (tinfer-generate does the same) */
-    for (int32_t k = 0; k < r->n_prompt; k++) tinfer_sampler_accept(sl->smp, r->prompt[k]);
+    for (int32_t k = 0; k < r->n_prompt; k++)
+        tinfer_sampler_accept(sl->smp, r->prompt[k]);
     s->m.prompt_tokens_total += (uint64_t)r->n_prompt;
     return 0;
 }
@@ -284,9 +298,8 @@ static bool slot_token_locked(srv_sched *s, int32_t i, tinfer_token t) {
     s->m.generated_tokens_total++;
     tinfer_sampler_accept(sl->smp, t);
     size_t n = 0;
-    tinfer_status rc = tinfer_detok_stream_push(s->model, &sl->ds, t,
-                                                TINFER_DETOKENIZE_SKIP_SPECIAL, s->piece,
-                                                s->piece_cap, &n);
+    tinfer_status rc = tinfer_detok_stream_push(
+        s->model, &sl->ds, t, TINFER_DETOKENIZE_SKIP_SPECIAL, s->piece, s->piece_cap, &n);
     if (rc == TINFER_ERR_BUFFER_TOO_SMALL) {
         char *p = realloc(s->piece, n + 64);
         if (!p) {
@@ -426,6 +439,14 @@ static void *sched_main(void *arg) {
             nanosleep(&d, NULL);
         }
 
+        /* sampling needs no lock either: logits, samplers and slots are this thread's */
+        for (int32_t i = 0; i < s->p.parallel; i++) {
+            slot *sl = &s->slots[i];
+            if (rc == TINFER_OK && sl->req && sl->row >= 0)
+                sl->sample_rc = tinfer_sampler_sample(sl->smp, tinfer_get_logits(s->ctx, sl->row),
+                                                      s->n_vocab, &sl->sampled);
+        }
+
         pthread_mutex_lock(&s->mu);
         s->m.steps_total++;
         s->m.batch_tokens_total += (uint64_t)n;
@@ -443,14 +464,13 @@ static void *sched_main(void *arg) {
                 continue;
             }
             if (sl->row < 0) continue; /* a prompt chunk that is not the last */
-            tinfer_token t;
-            const float *logits = tinfer_get_logits(s->ctx, sl->row);
-            if (tinfer_sampler_sample(sl->smp, logits, s->n_vocab, &t) != TINFER_OK) {
+            if (sl->sample_rc != TINFER_OK) {
                 fail_slot_locked(s, i, tinfer_sampler_last_error(sl->smp));
                 continue;
             }
-            slot_token_locked(s, i, t);
+            slot_token_locked(s, i, sl->sampled);
         }
+        kv_recount_locked(s);
     }
     /* stop: whatever is queued ends here (sched_stop cancelled everything first) */
     pthread_mutex_unlock(&s->mu);
@@ -507,7 +527,8 @@ int sched_start(tinfer_model *model, tinfer_context *ctx, const srv_sched_params
     return 0;
 fail:
     if (s->slots)
-        for (int32_t i = 0; i < s->p.parallel; i++) free(s->slots[i].hold);
+        for (int32_t i = 0; i < s->p.parallel; i++)
+            free(s->slots[i].hold);
     free(s->queue);
     free(s->slots);
     free(s->b_tok);
@@ -561,7 +582,8 @@ void sched_stop(srv_sched *s) {
     cancel_all_locked(s);
     pthread_mutex_unlock(&s->mu);
     if (s->thread_started) pthread_join(s->thread, NULL);
-    for (int32_t i = 0; i < s->p.parallel; i++) free(s->slots[i].hold);
+    for (int32_t i = 0; i < s->p.parallel; i++)
+        free(s->slots[i].hold);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     pthread_cond_destroy(&s->idle_cv);
@@ -580,8 +602,6 @@ void sched_snapshot(srv_sched *s, srv_metrics *m, int32_t *active, int32_t *queu
     *m = s->m;
     *active = s->n_active;
     *queued = s->q_len;
-    int64_t used = 0;
-    for (int32_t i = 0; i < s->p.parallel; i++) used += tinfer_seq_len(s->ctx, i);
-    *kv_tokens = used;
+    *kv_tokens = s->kv_tokens; /* the scheduler's count: the context is its thread's alone */
     *kv_capacity = (int64_t)s->n_ctx * s->p.parallel;
 }

@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SRV_MAX_STOPS 8         /* OpenAI's limit is 4; llama-server takes more */
-#define SRV_MAX_STOP_LEN 256    /* bytes per stop string */
+#define SRV_MAX_STOPS 8      /* OpenAI's limit is 4; llama-server takes more */
+#define SRV_MAX_STOP_LEN 256 /* bytes per stop string */
 
 typedef enum srv_state {
     SRV_QUEUED = 0,  /* waiting for a free slot */
@@ -63,9 +63,9 @@ typedef struct srv_request {
 } srv_request;
 
 typedef struct srv_metrics {
-    uint64_t requests_total;   /* generation requests accepted into the queue */
-    uint64_t requests_ok;      /* finished with finish_reason stop | length */
-    uint64_t requests_failed;  /* runtime error */
+    uint64_t requests_total;  /* generation requests accepted into the queue */
+    uint64_t requests_ok;     /* finished with finish_reason stop | length */
+    uint64_t requests_failed; /* runtime error */
     uint64_t requests_cancelled;
     uint64_t requests_rejected; /* 4xx / 503 before reaching the queue */
     uint64_t prompt_tokens_total;
@@ -80,9 +80,9 @@ typedef struct srv_metrics {
 typedef struct srv_sched srv_sched;
 
 typedef struct srv_sched_params {
-    int32_t parallel;  /* sequences decoded together (context n_seq_max) */
-    int32_t queue_max; /* requests waiting for a slot before 503 */
-    int32_t n_batch;   /* most tokens per step (prompts are prefilled in chunks of this) */
+    int32_t parallel;      /* sequences decoded together (context n_seq_max) */
+    int32_t queue_max;     /* requests waiting for a slot before 503 */
+    int32_t n_batch;       /* most tokens per step (prompts are prefilled in chunks of this) */
     int32_t step_delay_ms; /* testing only: sleep after every step (a slow device, on demand) */
 } srv_sched_params;
 

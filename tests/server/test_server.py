@@ -434,6 +434,36 @@ def test_queue_and_cancel():
     check_asan(log)
 
 
+def test_cli():
+    """Bad command lines and a model that cannot load: one error line, exit 1, no hang."""
+    cases = [([], "-m DIR is required"), (["-m", MODEL, "--port", "99999"], "--port"),
+             (["-m", MODEL, "--parallel", "0"], "--parallel"), (["-m", MODEL, "--bogus", "1"], "unknown option"),
+             (["-m", MODEL, "--backend", "tpu"], "--backend"),
+             (["-m", "/nonexistent/model", "--port", "0"], "error:")]
+    for args, want in cases:
+        p = subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=60)
+        lines = [l for l in p.stderr.splitlines() if "error" in l]
+        check(p.returncode == 1 and len(lines) == 1 and want in lines[0],
+              "cli %s: rc %d, stderr %r" % (args, p.returncode, p.stderr[-300:]))
+    # --backend cuda: served where a GPU backend exists, else one clear error (never a crash)
+    p = subprocess.Popen([SERVER, "-m", MODEL, "--port", "0", "--backend", "cuda"],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        out = ""
+        for line in p.stderr:
+            out += line
+            if "ready:" in line or "error" in line:
+                break
+        if "ready:" in out:
+            p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=60)
+        check(rc == 0 if "ready:" in out else (rc == 1 and ("backend" in out.lower() or "cuda" in out.lower())),
+              "--backend cuda: rc %d, %r" % (rc, out[-300:]))
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
 def check_asan(log):
     if ASAN:
         check("Sanitizer" not in log and "runtime error" not in log,
@@ -463,6 +493,7 @@ def main():
     check_asan(log)
     if not REAL:
         test_queue_and_cancel()
+        test_cli()
     print("%s: %d failures in %.1f s" % ("FAIL" if FAILS else "PASS", len(FAILS), time.time() - t0))
     sys.exit(1 if FAILS else 0)
 
