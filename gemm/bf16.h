@@ -392,7 +392,9 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMV_BF16_BULK_MIN_K 4096
 #define TINFER_GEMV_BF16_BULK_COLS_PER_SM 64
 
-/* Runs one decode rung. Any M >= 1 (rungs 02-05 take up to 16 tokens per pass over W). */
+/* Runs one decode rung. Any M >= 1 (rungs 02-05 take up to 16 tokens per pass over W). In the
+ * ladder library (gemm/decode/gemv_ladder.cu; tests and tinfer-bench-gemm link it), not in
+ * libtinfer, which holds only the rungs the dispatcher routes to. */
 tinfer_status tinfer_gemv_bf16(tinfer_gemv_bf16_kernel kernel, const tinfer_gemm_bf16_args *a,
                                cudaStream_t stream, tinfer_err *err);
 

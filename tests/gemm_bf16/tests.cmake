@@ -5,25 +5,25 @@ if(TINFER_HAVE_CUDA)
   add_executable(test-gemm-bf16 ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16.cu
                  ${TINFER_BASE_SRC})
   target_include_directories(test-gemm-bf16 PRIVATE ${TINFER_INCLUDE_DIRS})
-  target_link_libraries(test-gemm-bf16 PRIVATE tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
+  target_link_libraries(test-gemm-bf16 PRIVATE tinfer_ladder tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
   add_test(NAME gemm_bf16 COMMAND test-gemm-bf16)
   set_tests_properties(gemm_bf16 PROPERTIES LABELS gpu SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 
   # The benchmark as a standalone program (same source as `tinfer-bench-gemm bf16`), linking
   # only cudart + cuBLAS (chart.c needs only the stb header), for the device runs (scripts/gpu-bf16-run.sh).
   add_executable(tinfer-bench-gemm-bf16 ${CMAKE_CURRENT_LIST_DIR}/bench_main.c
-                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16.cu ${PROJECT_SOURCE_DIR}/examples/bench_gemm/tma_bw.cu
+                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16.cu
                  ${PROJECT_SOURCE_DIR}/examples/bench_gemm/chart.c
                  ${TINFER_BASE_SRC})
   target_include_directories(tinfer-bench-gemm-bf16 PRIVATE ${TINFER_INCLUDE_DIRS}
                              ${STB_INCLUDE_DIR})
-  target_link_libraries(tinfer-bench-gemm-bf16 PRIVATE tinfer_gemm_cuda CUDA::cublas CUDA::cudart ${MATH_LIB})
+  target_link_libraries(tinfer-bench-gemm-bf16 PRIVATE tinfer_ladder tinfer_gemm_cuda CUDA::cublas CUDA::cudart ${MATH_LIB})
 
   # Decode rungs 05/06 under programmatic dependent launch: a kernel writes new X / W right
   # before the GEMV on the same stream, no sync; the output must come from the new values.
   add_executable(test-gemv-pdl ${CMAKE_CURRENT_LIST_DIR}/test_gemv_pdl.cu ${TINFER_BASE_SRC})
   target_include_directories(test-gemv-pdl PRIVATE ${TINFER_INCLUDE_DIRS})
-  target_link_libraries(test-gemv-pdl PRIVATE tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
+  target_link_libraries(test-gemv-pdl PRIVATE tinfer_ladder tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
   add_test(NAME gemv_pdl COMMAND test-gemv-pdl)
   set_tests_properties(gemv_pdl PROPERTIES LABELS gpu SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 endif()
