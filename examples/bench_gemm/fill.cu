@@ -1,6 +1,6 @@
 /*
  * fill.cu — device-side random fill for the GEMM benchmarks: uniform [-1, 1) from a counter
- * hash (reproducible, no cuRAND dependency; never zeros, see METHOD.md on timing zeros).
+ * hash (reproducible, no cuRAND dependency; never zeros).
  */
 #include "examples/bench_gemm/fill.h"
 

@@ -50,7 +50,7 @@ enum { RUNG_CUBLAS = 0, MAX_RUNGS = TINFER_SGEMM_N_RUNGS, MAX_SIZES = 64, MAX_RE
 
 /* Verification bound for a rung against cuBLAS: both are FP32 sums of K products whose
  * normwise relative error is ~sqrt(K)*2^-24 for random inputs (3e-6 at K = 8192, measured
- * ~1e-6 on the H200); TF32 would give ~3e-4 (METHOD.md), an indexing bug O(1). 1e-4 sits
+ * ~1e-6 on the H200); TF32 would give ~3e-4, an indexing bug O(1). 1e-4 sits
  * between with an order of magnitude on each side. */
 #define VERIFY_TOL 1e-4
 
@@ -209,7 +209,7 @@ static double peak_gflops(const tinfer_device_info *info) {
     int khz = 0;
     if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, info->device) != cudaSuccess) {
         (void)cudaGetLastError();
-        khz = 1980000; /* H200 boost clock seen in KINDS.md (nvidia-smi after a GEMM) */
+        khz = 1980000; /* H200 boost clock (nvidia-smi after a GEMM) */
     }
     /* 128 FP32 FMA lanes per SM on sm_80/86/89/90 (CUDA programming guide, arithmetic
      * instruction throughput table), 2 FLOP each. */

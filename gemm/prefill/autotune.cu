@@ -14,7 +14,7 @@
  * {4,8,16} is screened with the static part of the model (thread count 64..1024, shared
  * memory, an accumulator + fragment register estimate TM*TN + TM + TN + 24 <= 255, whole
  * float4 load loops), and the log says how many valid points are not instantiated.
- * Inputs are uniform in [-1, 1) from a counter hash (never zeros: METHOD.md).
+ * Inputs are uniform in [-1, 1) from a counter hash (never zeros).
  */
 #include "gemm/prefill/autotune.h"
 #include "gemm/prefill/common.cuh"

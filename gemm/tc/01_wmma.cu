@@ -6,7 +6,7 @@
  * Each k-step: every thread loads 2 + 2 16-byte granules of X and W into shared memory (zero
  * beyond M, N, K), barrier, 2 x 8 fragment MMAs per warp, barrier. No pipelining: loads and
  * math do not overlap, which is what rungs 2-3 fix. Rows are padded by 8 BF16 (16 B) so the
- * 16-byte row accesses of the fragment loads spread over the banks (HOPPER.md, banks).
+ * 16-byte row accesses of the fragment loads spread over the banks.
  * Epilogue: each fragment goes through a per-warp 16x16 FP32 scratch so every lane knows the
  * (row, column) of its values, then bias / SwiGLU / residual / store with bounds checks.
  * SwiGLU: the block's 128 B rows are gate rows j0..j0+63 and up rows F+j0..F+j0+63, so the

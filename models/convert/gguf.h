@@ -2,7 +2,7 @@
  * gguf.h — a read-only GGUF (v2/v3, little-endian) parser for the converter.
  *
  * The file is mmap'd; strings and tensor data point into the mapping (no copies). Layout
- * (MODEL_NOTES.md, ggml-org/ggml docs/gguf.md): u32 magic "GGUF", u32 version, u64 tensor_count,
+ * (ggml-org/ggml docs/gguf.md): u32 magic "GGUF", u32 version, u64 tensor_count,
  * u64 kv_count, kv_count key/values, tensor_count tensor infos, padding to general.alignment
  * (default 32), then the data section. ne[0] is the contiguous axis.
  *

@@ -2,7 +2,7 @@
  * hf_tokenizer.c — tokenizer.json and tokenizer_config.json from GGUF tokenizer metadata.
  *
  * Only byte-level BPE (tokenizer.ggml.model = "gpt2") is handled. The JSON follows the layout HF
- * `tokenizers` serializes (TOKENIZER_NOTES.md §1, §3, §6): added_tokens = every control (3) or
+ * `tokenizers` serializes: added_tokens = every control (3) or
  * user-defined (4) token; the pre-tokenizer is chosen from tokenizer.ggml.pre the way llama.cpp's
  * llama-vocab.cpp maps those names to regexes:
  *   smollm          -> Sequence[Digits(individual), ByteLevel(use_regex)]
@@ -19,7 +19,7 @@
 
 #include "convert.h"
 
-/* Llama-3 pre-tokenizer regex (TOKENIZER_NOTES.md §3, from transformers
+/* Llama-3 pre-tokenizer regex (from transformers
  * convert_llama_weights_to_hf.py). */
 static const char LLAMA3_PATTERN[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"

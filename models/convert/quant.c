@@ -1,7 +1,7 @@
 /*
  * quant.c — dequantization of the ggml block formats found in the GGUF files we convert.
  *
- * Block layouts (ggml/src/ggml-common.h; MODEL_NOTES.md), 32 values per block, fp16 scales:
+ * Block layouts (ggml/src/ggml-common.h), 32 values per block, fp16 scales:
  *   Q4_0 (18 B): d, qs[16];           y[j] = ((qs[j] & 15) - 8) d,  y[j+16] = ((qs[j] >> 4) - 8) d
  *   Q4_1 (20 B): d, m, qs[16];        y[j] = (qs[j] & 15) d + m,    y[j+16] = (qs[j] >> 4) d + m
  *   Q5_0 (22 B): d, qh (u32), qs[16]; 5th bit of value j is bit j of qh; y = (q - 16) d

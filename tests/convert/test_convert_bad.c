@@ -27,7 +27,7 @@
 
 #include "convert.h"
 
-#define ALIGN 32 /* GGUF default alignment (MODEL_NOTES.md) */
+#define ALIGN 32 /* GGUF default alignment (ggml docs/gguf.md) */
 
 typedef struct buf {
     uint8_t *p;

@@ -3,7 +3,7 @@
  *
  * Usage: test_convert_model MODEL_DIR   (exit 77 when MODEL_DIR/config.json is absent)
  *
- * Expected values are SmolLM2-135M's published architecture (MODEL_NOTES.md): 30 layers, hidden
+ * Expected values are SmolLM2-135M's published architecture: 30 layers, hidden
  * 576, 9 heads / 3 KV heads of 64, FFN 1536, vocab 49152, rope_theta 100000, eps 1e-5, tied
  * embeddings. model.safetensors must hold exactly the 272 HF names listed below (no lm_head), in
  * BF16, with the shapes those numbers imply and back-to-back offsets that end at the file size.

@@ -2,7 +2,7 @@
  * test_convert_quant.c — known-answer tests for the converter's block dequantization (F16, Q4_0,
  * Q4_1, Q5_0, Q5_1, Q8_0 on hand-built blocks) and the Q/K RoPE row un-permutation.
  *
- * Expected values are worked out by hand from the block layouts in MODEL_NOTES.md /
+ * Expected values are worked out by hand from the block layouts in
  * ggml-common.h and written as literals; every comparison is exact because each value is a small
  * integer times a power-of-two scale (exactly representable in float).
  */
