@@ -1,60 +1,151 @@
 /*
- * backend.h — the small compute interface the model forward passes are written against.
+ * backend.h — the compute seam the Llama forward pass (models/llama.c) is written against.
  *
- * A backend is a table of function pointers, one per op of the Llama forward, plus an opaque
- * state pointer. models/llama.c calls only these, so a second backend (CUDA: device pointers,
- * a stream in `state`) is one more table, chosen once at context init; the forward pass itself
- * does not change. Every op returns tinfer_status so a device backend can report a failed launch;
- * the CPU ops cannot fail and always return TINFER_OK.
+ * A backend is an object with a life cycle, not only an op table:
+ *   model level    model_init: take the host weights (runtime/model.c loaded and validated them)
+ *                  and make them the backend's own (the CPU backend uses them in place; a GPU
+ *                  backend uploads them once, in the types its kernels read), model_free;
+ *   context level  ctx_init: own everything one context computes with: the KV cache of n_seq
+ *                  sequences x n_ctx tokens, the activations of n_batch tokens, the logits;
+ *                  every byte is sized here, once, so a decode step never allocates;
+ *   one forward    begin (the step's batch plan: token ids, positions, sequence runs, the rows
+ *                  that want logits), the ops below in the order of llama.c, then logits (the
+ *                  wanted rows' logits in host memory; a GPU backend synchronises here and only
+ *                  here).
+ * The forward pass is ONE code path for every backend: it names activations by buffer id and
+ * never touches their memory, so each backend picks the types (the CPU keeps F32 everywhere; a
+ * GPU keeps the residual stream F32 and feeds its tensor-core GEMMs BF16). Where a GPU wants a
+ * fused op (GEMM with a residual or SwiGLU epilogue, RoPE fused with the KV-cache write, the
+ * LM-head row gather fused into the final RMSNorm, attention of every sequence in one launch),
+ * the seam offers that op, and the CPU backend implements it by composing its reference ops, so
+ * both backends run the same sequence of calls.
  *
- * Buffers: every float pointer is backend memory (host memory for the CPU backend). Weights
- * (`const void *` + dtype) are whatever the loader produced: F32 or BF16 for matrices, F32 or
- * BF16 for norm and embedding tables. Shapes are given in the comments, row-major, GEMM
- * convention Y[M,N] = X[M,K] · W[N,K]^T (M tokens, N output features, K input features).
+ * Shapes, row-major, GEMM convention Y[M,N] = X[M,K] · W[N,K]^T (M tokens, N output features,
+ * K input features; ARCHITECTURE.md). E = n_embd, Q = n_head * head_dim, KV = n_head_kv *
+ * head_dim, F = n_ff, V = n_vocab; n = tokens in the step, n_out = rows that want logits. Tokens
+ * are in the plan's order: sorted by sequence, each sequence's positions ascending.
  */
 #ifndef TINFER_MODELS_BACKEND_H
 #define TINFER_MODELS_BACKEND_H
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "models/llama_config.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* A weight tensor in the memory of whoever holds it (host for the loader and the CPU backend,
+ * device for a GPU backend) and its element type. */
+typedef struct tinfer_weight {
+    const void *data;
+    tinfer_dtype dtype;
+} tinfer_weight;
+
+typedef struct tinfer_llama_layer {
+    tinfer_weight attn_norm; /* [E]           input_layernorm */
+    tinfer_weight wqkv;      /* [Q + 2*KV, E] q_proj | k_proj | v_proj rows, fused */
+    tinfer_weight bqkv;      /* [Q + 2*KV]    q|k|v biases; data NULL without biases */
+    tinfer_weight wo;        /* [E, Q]        o_proj */
+    tinfer_weight bo;        /* [E]           o_proj bias; data NULL when absent */
+    tinfer_weight ffn_norm;  /* [E]           post_attention_layernorm */
+    tinfer_weight wgu;       /* [2*F, E]      gate_proj | up_proj rows, fused */
+    tinfer_weight wdown;     /* [E, F]        down_proj */
+} tinfer_llama_layer;
+
+typedef struct tinfer_llama_weights {
+    tinfer_weight tok_embd;     /* [V, E] model.embed_tokens */
+    tinfer_weight out_norm;     /* [E]    model.norm */
+    tinfer_weight lm_head;      /* [V, E] lm_head, or tok_embd when tie_word_embeddings */
+    tinfer_llama_layer *layers; /* [L] */
+    int32_t n_layer;
+    void **owned; /* every host allocation made at load, freed by tinfer_llama_free */
+    int32_t n_owned, cap_owned;
+    size_t owned_bytes;
+    tinfer_dtype fused_dtype; /* dtype of the fused matrices (for the description) */
+} tinfer_llama_weights;
+
+/* Activations of one step, named by the forward pass, owned and typed by the backend. */
+typedef enum tinfer_buf {
+    TINFER_BUF_X = 0,  /* [n, E]      residual stream (F32 on every backend) */
+    TINFER_BUF_XB,     /* [n, E]      normed activations; [n_out, E] before the LM head */
+    TINFER_BUF_QKV,    /* [n, Q+2*KV] fused projection output, q | k | v per row */
+    TINFER_BUF_ATT,    /* [n, Q]      attention output */
+    TINFER_BUF_ACT,    /* [n, F]      silu(gate) * up */
+    TINFER_BUF_LOGITS, /* [n_out, V] F32 */
+    TINFER_BUF_COUNT
+} tinfer_buf;
+
+/* What the GEMM does after the product (gemm/bf16.h has the GPU side of each). */
+typedef enum tinfer_epi {
+    TINFER_EPI_STORE = 0, /* Y  = X·W^T (+ bias) */
+    TINFER_EPI_RESIDUAL,  /* Y += X·W^T (+ bias): the residual add, in the GEMM */
+    TINFER_EPI_SWIGLU,    /* W = [gate; up] (N = 2F): Y[:, j] = silu(g_j) * u_j, Y has F columns */
+} tinfer_epi;
+
+/* One step's batch, host memory, built by the forward pass (models/llama.c, step 0). */
+typedef struct tinfer_batch_plan {
+    int32_t n;                /* tokens */
+    const int32_t *tok;       /* [n] token ids, sorted order */
+    const int32_t *pos;       /* [n] positions, sorted order */
+    const int32_t *seq;       /* [n] sequence ids, sorted order (non-decreasing) */
+    int32_t n_seq;            /* sequences the context holds (seq_start has n_seq + 1 entries) */
+    const int32_t *seq_start; /* [n_seq + 1] first sorted index of each sequence */
+    int32_t n_out;            /* rows that want logits */
+    const int32_t *out_rows;  /* [n_out] their sorted indices */
+} tinfer_batch_plan;
+
 typedef struct tinfer_backend_ops {
     const char *name; /* "cpu", "cuda" */
 
-    /* Y[M,N] (+)= X[M,K] · W[N,K]^T (+ bias[N]); ldx/ldw/ldy in elements. */
-    tinfer_status (*matmul)(void *state, int64_t M, int64_t N, int64_t K, const float *X,
-                            int64_t ldx, const void *W, tinfer_dtype w_dtype, int64_t ldw,
-                            const float *bias, float *Y, int64_t ldy, bool accumulate);
-    /* out[n, dim] = table[ids[i], :] */
-    tinfer_status (*embed)(void *state, float *out, const void *table, tinfer_dtype dtype,
-                           const int32_t *ids, int64_t n, int64_t dim);
-    /* out[n, dim] = rmsnorm(x[n, dim]) * w[dim]; out may equal x */
-    tinfer_status (*rmsnorm)(void *state, float *out, const float *x, const void *w,
-                             tinfer_dtype w_dtype, int64_t n, int64_t dim, float eps);
-    /* in place on x[n, n_heads, head_dim] with row stride `stride`; token i at pos[i] */
-    tinfer_status (*rope)(void *state, float *x, int64_t n, int64_t stride, int32_t n_heads,
-                          int32_t head_dim, const int32_t *pos, float theta);
-    /* causal GQA attention of n queries of ONE sequence against its cache k, v
-     * [n_kv, n_head_kv*head_dim]; query i sees cache rows 0..pos[i] */
-    tinfer_status (*attention)(void *state, float *out, int64_t out_stride, const float *q,
-                               int64_t q_stride, const float *k, const float *v, int64_t n,
-                               const int32_t *pos, int32_t n_head, int32_t n_head_kv,
-                               int32_t head_dim);
-    /* out[n, n_ff] = silu(gu[:, :n_ff]) * gu[:, n_ff:] */
-    tinfer_status (*swiglu)(void *state, float *out, const float *gu, int64_t n, int64_t n_ff);
-    /* y[i] += x[i] */
-    tinfer_status (*add)(void *state, float *y, const float *x, int64_t n);
-    /* dst[i*dst_stride .. +width] = src[i*src_stride .. +width], i < rows (KV-cache writes,
-     * row gathers) */
-    tinfer_status (*copy_rows)(void *state, float *dst, int64_t dst_stride, const float *src,
-                               int64_t src_stride, int64_t rows, int64_t width);
+    /* --- model level --------------------------------------------------------------------- */
+    /* *state: the backend's model; *dev_w: the weights as the ops below take them (for the CPU,
+     * host_w itself). host_w stays alive and unchanged until model_free. */
+    tinfer_status (*model_init)(const tinfer_llama_config *cfg, const tinfer_llama_weights *host_w,
+                                int32_t n_threads, void **state, const tinfer_llama_weights **dev_w,
+                                tinfer_err *err);
+    void (*model_free)(void *state);
+    /* One-line description of where it runs ("cpu avx512, 2 threads", "cuda NVIDIA H200"). */
+    const char *(*model_desc)(const void *state);
+
+    /* --- context level ------------------------------------------------------------------- */
+    /* KV cache for n_seq x n_ctx tokens, activations for n_batch tokens, logits for n_seq rows
+     * (grown when a step asks for more). Out of memory names the bytes needed (and, on a
+     * device, the bytes free). */
+    tinfer_status (*ctx_init)(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
+                              int32_t n_threads /* CPU threads, <= 0: the model's */,
+                              void **ctx_state, tinfer_err *err);
+    void (*ctx_free)(void *ctx_state);
+
+    /* --- one forward ---------------------------------------------------------------------- */
+    /* The step's plan (valid until the step's logits call). May grow the logits buffer. */
+    tinfer_status (*begin)(void *cs, const tinfer_batch_plan *plan);
+    /* X[i] = table[tok[i]] */
+    tinfer_status (*embed)(void *cs, tinfer_buf out, const tinfer_weight *table);
+    /* out[r] = rmsnorm(in[r]) * w for r < n, or for the plan's out_rows (gather = true: out
+     * holds n_out rows, out_rows[j] -> row j) */
+    tinfer_status (*rmsnorm)(void *cs, tinfer_buf out, tinfer_buf in, const tinfer_weight *w,
+                             float eps, bool gather);
+    /* Y[rows, N'] epi= X[rows, K] · W[N, K]^T (+ bias[N]); rows = n, or n_out when X is the
+     * gathered XB of the LM head (rows_out = true) */
+    tinfer_status (*matmul)(void *cs, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
+                            const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
+                            bool rows_out);
+    /* QKV: rotate q and k heads (rotate-half RoPE at each token's position), then write the k
+     * and v rows of every token into its sequence's cache of this layer at its position. */
+    tinfer_status (*rope_kv)(void *cs, int32_t layer);
+    /* ATT = causal GQA attention of every token's q (in QKV) against its sequence's cache of
+     * this layer, rows 0..pos (its own row included: rope_kv wrote it). */
+    tinfer_status (*attention)(void *cs, int32_t layer);
+    /* The logits of the plan's out_rows in host memory, [n_out, V], valid until the next begin.
+     * Waits for the step to finish. */
+    tinfer_status (*logits)(void *cs, const float **host_logits);
+    /* The message of the last failing call of this context ("" if none). */
+    const char *(*last_error)(const void *cs);
 } tinfer_backend_ops;
 
-/* The CPU backend: gemm/cpu + ops/ref, OpenMP inside each op. state is unused (NULL). */
+/* The CPU backend: gemm/cpu + ops/ref, OpenMP inside each op; F32 activations and KV cache. */
 extern const tinfer_backend_ops tinfer_backend_cpu;
 
 #endif

@@ -2,18 +2,20 @@
  * llama.c — Llama-family weights (HF tensor names -> tinfer_llama_weights) and the batched
  * forward pass (see llama.h for the layouts).
  *
- * Forward over a batch of n tokens, possibly from several sequences:
- *   0. sort the batch by sequence (stable counting sort), so each sequence's tokens are one
- *      contiguous run with ascending positions; every per-token op is order-independent, and
- *      attention then runs once per sequence on a contiguous block;
+ * Forward over a batch of n tokens, possibly from several sequences, written once against the
+ * backend seam (models/backend.h) for every backend:
+ *   0. the plan: sort the batch by sequence (stable counting sort), so each sequence's tokens
+ *      are one contiguous run with ascending positions; every per-token op is order-independent
+ *      and attention sees each sequence as one block; the backend takes the plan (begin);
  *   1. x = embed(tokens)
- *   2. per layer: xb = rmsnorm(x); qkv = xb·Wqkv^T (+b) [one GEMM, M = n]; rope on q and k;
- *      copy k, v rows into each sequence's cache at its positions; attention per sequence
+ *   2. per layer: xb = rmsnorm(x); qkv = xb·Wqkv^T (+b) [one GEMM, M = n]; rope on q and k
+ *      fused with the k, v rows' write into each sequence's cache; attention of every sequence
  *      (query at pos p sees cache rows 0..p: causal inside the batch because the whole batch's
- *      K/V are written first); x += att·Wo^T [GEMM accumulating into the residual];
- *      xb = rmsnorm(x); gu = xb·Wgu^T; act = swiglu(gu); x += act·Wdown^T
- *   3. gather the rows whose logits are wanted, final rmsnorm on those only, LM-head GEMM.
- * Nothing here allocates after load/scratch init.
+ *      K/V are written first); x += att·Wo^T [the residual add in the GEMM's epilogue];
+ *      xb = rmsnorm(x); act = swiglu(xb·Wgu^T) [in the epilogue]; x += act·Wdown^T
+ *   3. gather the rows whose logits are wanted and apply the final rmsnorm to those only (one
+ *      op), LM-head GEMM; the backend hands the logits over in host memory.
+ * Nothing here allocates after load/scratch init; nothing here knows which backend runs.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
@@ -189,7 +191,7 @@ tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_ten
                 (rc = get_bias(w, st, name[1], KV, b + Q, err)) != TINFER_OK ||
                 (rc = get_bias(w, st, name[2], KV, b + Q + KV, err)) != TINFER_OK)
                 goto fail;
-            ly->bqkv = b;
+            ly->bqkv = (tinfer_weight){b, TINFER_DTYPE_F32};
         }
         NAME(0, "self_attn.o_proj.weight");
         rc = get_weight(w, st, name[0], 2, E, Q, &ly->wo, err);
@@ -202,7 +204,7 @@ tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_ten
             rc = own(w, (size_t)E * sizeof(float), (void **)&b, err, name[0]);
             if (rc != TINFER_OK) goto fail;
             if ((rc = get_bias(w, st, name[0], E, b, err)) != TINFER_OK) goto fail;
-            ly->bo = b;
+            ly->bo = (tinfer_weight){b, TINFER_DTYPE_F32};
         }
 
         NAME(0, "mlp.gate_proj.weight");
@@ -234,44 +236,32 @@ void tinfer_llama_free(tinfer_llama_weights *w) {
 
 tinfer_status tinfer_llama_scratch_init(const tinfer_llama_config *cfg, int32_t n_batch,
                                         int32_t n_seq, tinfer_llama_scratch *s, tinfer_err *err) {
+    (void)cfg;
     memset(s, 0, sizeof *s);
-    const size_t nb = (size_t)n_batch, E = (size_t)cfg->n_embd,
-                 Q = (size_t)cfg->n_head * (size_t)cfg->head_dim,
-                 KV = (size_t)cfg->n_head_kv * (size_t)cfg->head_dim, F = (size_t)cfg->n_ff;
+    const size_t nb = (size_t)n_batch;
     s->n_batch = n_batch;
     s->n_seq = n_seq;
-    s->x = malloc(nb * E * sizeof(float));
-    s->xb = malloc(nb * E * sizeof(float));
-    s->qkv = malloc(nb * (Q + 2 * KV) * sizeof(float));
-    s->att = malloc(nb * Q * sizeof(float));
-    s->gu = malloc(nb * 2 * F * sizeof(float));
-    s->act = malloc(nb * F * sizeof(float));
-    s->order = malloc(nb * sizeof(int32_t));
     s->inv = malloc(nb * sizeof(int32_t));
     s->tok = malloc(nb * sizeof(int32_t));
     s->pos = malloc(nb * sizeof(int32_t));
+    s->seq = malloc(nb * sizeof(int32_t));
+    s->out_rows = malloc(nb * sizeof(int32_t));
     s->seq_start = malloc(((size_t)n_seq + 1) * sizeof(int32_t));
-    if (!s->x || !s->xb || !s->qkv || !s->att || !s->gu || !s->act || !s->order || !s->inv ||
-        !s->tok || !s->pos || !s->seq_start) {
+    if (!s->inv || !s->tok || !s->pos || !s->seq || !s->out_rows || !s->seq_start) {
         tinfer_llama_scratch_free(s);
         return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
-                              "out of memory: forward scratch for n_batch %d", (int)n_batch);
+                              "out of memory: batch plan for n_batch %d", (int)n_batch);
     }
     return TINFER_OK;
 }
 
 void tinfer_llama_scratch_free(tinfer_llama_scratch *s) {
     if (!s) return;
-    free(s->x);
-    free(s->xb);
-    free(s->qkv);
-    free(s->att);
-    free(s->gu);
-    free(s->act);
-    free(s->order);
     free(s->inv);
     free(s->tok);
     free(s->pos);
+    free(s->seq);
+    free(s->out_rows);
     free(s->seq_start);
     memset(s, 0, sizeof *s);
 }
@@ -285,24 +275,25 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Runs one backend call, returning its error; timed into the scratch when profiling. */
+/* Runs one backend call; a failure carries the backend's message up. Timed into the scratch
+ * when profiling. */
 #define OP(id, call)                                                                               \
     do {                                                                                           \
         const double t0_ = s->profile ? now_s() : 0.0;                                             \
         tinfer_status rc_ = (call);                                                                \
-        if (rc_ != TINFER_OK) return rc_;                                                          \
+        if (rc_ != TINFER_OK) return tinfer_err_set(err, rc_, "%s", be->last_error(cs));           \
         if (s->profile) {                                                                          \
             s->op_seconds[TINFER_LLAMA_OP_##id] += now_s() - t0_;                                  \
             s->op_calls[TINFER_LLAMA_OP_##id]++;                                                   \
         }                                                                                          \
     } while (0)
 
-tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *bs,
+tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
                                    const tinfer_llama_config *cfg, const tinfer_llama_weights *w,
-                                   tinfer_llama_scratch *s, float *k_cache, float *v_cache,
-                                   int32_t n_ctx, int32_t n, const int32_t *token,
+                                   tinfer_llama_scratch *s, int32_t n, const int32_t *token,
                                    const int32_t *pos, const int32_t *seq, const int32_t *out_rows,
-                                   int32_t n_out, float *logits, tinfer_err *err) {
+                                   int32_t n_out, const float **logits, tinfer_err *err) {
+    *logits = NULL;
     if (n < 1 || n > s->n_batch || n_out < 0 || n_out > n)
         return tinfer_err_set(err, TINFER_ERR_INTERNAL,
                               "llama forward: batch of %d tokens (%d logits) for scratch of %d",
@@ -312,7 +303,8 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *bs,
                   QKV = Q + 2 * KV;
     const float eps = cfg->rms_norm_eps;
 
-    /* 0. stable counting sort by sequence id */
+    /* 0. the plan: a stable counting sort by sequence, so each sequence's tokens are one
+     *    contiguous run with ascending positions (every per-token op is order-independent) */
     int32_t *start = s->seq_start;
     memset(start, 0, ((size_t)s->n_seq + 1) * sizeof *start);
     for (int32_t i = 0; i < n; i++) start[seq[i] + 1]++;
@@ -320,61 +312,51 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *bs,
     for (int32_t i = 0; i < n; i++) {
         /* start[seq] is used as the fill cursor here and restored below */
         int32_t j = start[seq[i]]++;
-        s->order[j] = i;
         s->inv[i] = j;
         s->tok[j] = token[i];
         s->pos[j] = pos[i];
+        s->seq[j] = seq[i];
     }
     for (int32_t q = s->n_seq; q > 0; q--) start[q] = start[q - 1];
     start[0] = 0;
+    for (int32_t j = 0; j < n_out; j++) s->out_rows[j] = s->inv[out_rows[j]];
+    const tinfer_batch_plan plan = {n, s->tok, s->pos, s->seq, s->n_seq, start, n_out, s->out_rows};
+    OP(EMBED, be->begin(cs, &plan));
 
-    /* 1. embeddings */
-    OP(EMBED, be->embed(bs, s->x, w->tok_embd.data, w->tok_embd.dtype, s->tok, n, E));
+    /* 1. embeddings                                                   X [n, E] */
+    OP(EMBED, be->embed(cs, TINFER_BUF_X, &w->tok_embd));
 
-    const size_t layer_stride = (size_t)n_ctx * (size_t)KV;        /* one (seq, layer) */
-    const size_t seq_stride = (size_t)cfg->n_layer * layer_stride; /* one sequence */
     for (int32_t l = 0; l < cfg->n_layer; l++) {
         const tinfer_llama_layer *ly = &w->layers[l];
         /* 2a. attention block */
-        OP(NORM, be->rmsnorm(bs, s->xb, s->x, ly->attn_norm.data, ly->attn_norm.dtype, n, E, eps));
-        OP(QKV, be->matmul(bs, n, QKV, E, s->xb, E, ly->wqkv.data, ly->wqkv.dtype, E, ly->bqkv,
-                           s->qkv, QKV, false));
-        OP(ROPE, be->rope(bs, s->qkv, n, QKV, cfg->n_head, cfg->head_dim, s->pos, cfg->rope_theta));
-        OP(ROPE, be->rope(bs, s->qkv + Q, n, QKV, cfg->n_head_kv, cfg->head_dim, s->pos,
-                          cfg->rope_theta));
-        for (int32_t q = 0; q < s->n_seq; q++) {
-            int32_t b = start[q], cnt = start[q + 1] - start[q];
-            if (cnt == 0) continue;
-            float *kc = k_cache + (size_t)q * seq_stride + (size_t)l * layer_stride;
-            float *vc = v_cache + (size_t)q * seq_stride + (size_t)l * layer_stride;
-            /* positions of one sequence are contiguous: its rows land in one block */
-            const size_t at = (size_t)s->pos[b] * (size_t)KV;
-            OP(KV_STORE,
-               be->copy_rows(bs, kc + at, KV, s->qkv + (size_t)b * QKV + Q, QKV, cnt, KV));
-            OP(KV_STORE,
-               be->copy_rows(bs, vc + at, KV, s->qkv + (size_t)b * QKV + Q + KV, QKV, cnt, KV));
-            OP(ATTN,
-               be->attention(bs, s->att + (size_t)b * Q, Q, s->qkv + (size_t)b * QKV, QKV, kc, vc,
-                             cnt, s->pos + b, cfg->n_head, cfg->n_head_kv, cfg->head_dim));
-        }
-        OP(WO,
-           be->matmul(bs, n, E, Q, s->att, Q, ly->wo.data, ly->wo.dtype, Q, ly->bo, s->x, E, true));
+        OP(NORM, be->rmsnorm(cs, TINFER_BUF_XB, TINFER_BUF_X, &ly->attn_norm, eps, false));
+        /*                                                             QKV [n, Q + 2 KV] */
+        OP(QKV, be->matmul(cs, TINFER_BUF_QKV, TINFER_BUF_XB, &ly->wqkv, &ly->bqkv, QKV, E,
+                           TINFER_EPI_STORE, false));
+        /* q, k rotated; k, v rows into each sequence's cache at their positions */
+        OP(ROPE_KV, be->rope_kv(cs, l));
+        /* query at pos p sees its sequence's cache rows 0..p          ATT [n, Q] */
+        OP(ATTN, be->attention(cs, l));
+        /*                                                             X += ATT · Wo^T */
+        OP(WO, be->matmul(cs, TINFER_BUF_X, TINFER_BUF_ATT, &ly->wo, &ly->bo, E, Q,
+                          TINFER_EPI_RESIDUAL, false));
         /* 2b. feed-forward block */
-        OP(NORM, be->rmsnorm(bs, s->xb, s->x, ly->ffn_norm.data, ly->ffn_norm.dtype, n, E, eps));
-        OP(GATE_UP, be->matmul(bs, n, 2 * F, E, s->xb, E, ly->wgu.data, ly->wgu.dtype, E, NULL,
-                               s->gu, 2 * F, false));
-        OP(SWIGLU, be->swiglu(bs, s->act, s->gu, n, F));
-        OP(DOWN, be->matmul(bs, n, E, F, s->act, F, ly->wdown.data, ly->wdown.dtype, F, NULL, s->x,
-                            E, true));
+        OP(NORM, be->rmsnorm(cs, TINFER_BUF_XB, TINFER_BUF_X, &ly->ffn_norm, eps, false));
+        /*                                                             ACT [n, F] = swiglu(XB · Wgu^T) */
+        OP(GATE_UP, be->matmul(cs, TINFER_BUF_ACT, TINFER_BUF_XB, &ly->wgu, NULL, 2 * F, E,
+                               TINFER_EPI_SWIGLU, false));
+        /*                                                             X += ACT · Wdown^T */
+        OP(DOWN, be->matmul(cs, TINFER_BUF_X, TINFER_BUF_ACT, &ly->wdown, NULL, E, F,
+                            TINFER_EPI_RESIDUAL, false));
     }
 
-    /* 3. logits only for the requested rows */
-    if (n_out == 0) return TINFER_OK;
-    for (int32_t j = 0; j < n_out; j++)
-        OP(KV_STORE, be->copy_rows(bs, s->xb + (size_t)j * E, E,
-                                   s->x + (size_t)s->inv[out_rows[j]] * E, E, 1, E));
-    OP(NORM, be->rmsnorm(bs, s->xb, s->xb, w->out_norm.data, w->out_norm.dtype, n_out, E, eps));
-    OP(LM_HEAD, be->matmul(bs, n_out, V, E, s->xb, E, w->lm_head.data, w->lm_head.dtype, E, NULL,
-                           logits, V, false));
+    /* 3. logits only for the requested rows: gather + final norm       XB [n_out, E] */
+    if (n_out > 0) {
+        OP(NORM, be->rmsnorm(cs, TINFER_BUF_XB, TINFER_BUF_X, &w->out_norm, eps, true));
+        /*                                                             LOGITS [n_out, V] */
+        OP(LM_HEAD, be->matmul(cs, TINFER_BUF_LOGITS, TINFER_BUF_XB, &w->lm_head, NULL, V, E,
+                               TINFER_EPI_STORE, true));
+    }
+    OP(LM_HEAD, be->logits(cs, logits));
     return TINFER_OK;
 }

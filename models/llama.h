@@ -13,9 +13,10 @@
  * Unfused tensors stay zero-copy in the safetensors mapping when BF16/F32 and aligned to their
  * element size; F16 (and misaligned) tensors are copied/widened to F32.
  *
- * KV cache layout (owned by the context, F32): [n_seq][L][n_ctx][KV] for K and for V, so the
- * cache of one (sequence, layer) is a contiguous [n_ctx, Hkv, D] block — what the attention op
- * reads.
+ * The weights' structs (tinfer_llama_weights, tinfer_llama_layer) are in models/backend.h: the
+ * loader fills them with host memory, a GPU backend fills a second copy with device memory.
+ * KV cache: owned by the backend's context ([n_seq][L][n_ctx][KV] for K and for V on both
+ * backends: one (sequence, layer) is a contiguous [n_ctx, Hkv, D] block).
  */
 #ifndef TINFER_MODELS_LLAMA_H
 #define TINFER_MODELS_LLAMA_H
@@ -44,35 +45,6 @@ typedef struct tinfer_tensor_source {
     bool (*has)(const void *ctx, const char *name);
 } tinfer_tensor_source;
 
-/* A weight tensor: data in host memory (mapping or owned allocation) + its element type. */
-typedef struct tinfer_weight {
-    const void *data;
-    tinfer_dtype dtype;
-} tinfer_weight;
-
-typedef struct tinfer_llama_layer {
-    tinfer_weight attn_norm; /* [E]           input_layernorm */
-    tinfer_weight wqkv;      /* [Q + 2*KV, E] q_proj | k_proj | v_proj rows, fused (owned) */
-    const float *bqkv;       /* [Q + 2*KV]    q|k|v biases (owned F32), NULL without biases */
-    tinfer_weight wo;        /* [E, Q]        o_proj */
-    const float *bo;         /* [E]           o_proj bias (owned F32), NULL when absent */
-    tinfer_weight ffn_norm;  /* [E]           post_attention_layernorm */
-    tinfer_weight wgu;       /* [2*F, E]      gate_proj | up_proj rows, fused (owned) */
-    tinfer_weight wdown;     /* [E, F]        down_proj */
-} tinfer_llama_layer;
-
-typedef struct tinfer_llama_weights {
-    tinfer_weight tok_embd;     /* [V, E] model.embed_tokens */
-    tinfer_weight out_norm;     /* [E]    model.norm */
-    tinfer_weight lm_head;      /* [V, E] lm_head, or tok_embd when tie_word_embeddings */
-    tinfer_llama_layer *layers; /* [L] */
-    int32_t n_layer;
-    void **owned; /* every allocation made at load, freed by tinfer_llama_free */
-    int32_t n_owned, cap_owned;
-    size_t owned_bytes;
-    tinfer_dtype fused_dtype; /* dtype of the fused matrices (for the description) */
-} tinfer_llama_weights;
-
 /* Maps and validates every tensor (each shape checked against cfg; errors name the tensor and
  * the expected and actual shape), fuses QKV and gate|up. On failure everything made is freed. */
 tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_tensor_source *st,
@@ -84,35 +56,28 @@ void tinfer_llama_free(tinfer_llama_weights *w);
  * meaningful for a synchronous backend (the CPU). */
 typedef enum tinfer_llama_op {
     TINFER_LLAMA_OP_EMBED,
-    TINFER_LLAMA_OP_NORM, /* attention, FFN and final RMSNorm */
-    TINFER_LLAMA_OP_QKV,  /* fused QKV GEMM (+ bias) */
-    TINFER_LLAMA_OP_ROPE,
-    TINFER_LLAMA_OP_KV_STORE, /* K/V rows into the cache, LM-head row gather */
+    TINFER_LLAMA_OP_NORM,    /* attention, FFN and final RMSNorm (with the LM-head row gather) */
+    TINFER_LLAMA_OP_QKV,     /* fused QKV GEMM (+ bias) */
+    TINFER_LLAMA_OP_ROPE_KV, /* RoPE on q and k + the K/V rows into the cache */
     TINFER_LLAMA_OP_ATTN,
-    TINFER_LLAMA_OP_WO,      /* output projection GEMM */
-    TINFER_LLAMA_OP_GATE_UP, /* fused gate|up GEMM */
-    TINFER_LLAMA_OP_SWIGLU,
-    TINFER_LLAMA_OP_DOWN, /* down projection GEMM */
+    TINFER_LLAMA_OP_WO,      /* output projection GEMM (+ residual) */
+    TINFER_LLAMA_OP_GATE_UP, /* fused gate|up GEMM + SwiGLU */
+    TINFER_LLAMA_OP_DOWN,    /* down projection GEMM (+ residual) */
     TINFER_LLAMA_OP_LM_HEAD,
     TINFER_LLAMA_OP_COUNT
 } tinfer_llama_op;
 
-/* Scratch of the forward pass, sized once from n_batch (tokens per call) and n_seq: decode
- * never allocates. */
+/* Host scratch of the forward pass (the batch plan), sized once from n_batch and n_seq: a step
+ * never allocates. The activations live in the backend's context. */
 typedef struct tinfer_llama_scratch {
     int32_t n_batch, n_seq;
-    float *x;           /* [n_batch, E]        residual stream (tokens in seq-sorted order) */
-    float *xb;          /* [n_batch, E]        normed activations; also the LM-head row gather */
-    float *qkv;         /* [n_batch, Q + 2*KV] fused projection output, q|k|v per row */
-    float *att;         /* [n_batch, Q]        attention output */
-    float *gu;          /* [n_batch, 2*F]      gate|up output */
-    float *act;         /* [n_batch, F]        swiglu output */
-    int32_t *order;     /* [n_batch] batch index of the i-th token in seq-sorted order */
     int32_t *inv;       /* [n_batch] sorted index of batch entry b */
     int32_t *tok;       /* [n_batch] token ids, sorted order */
     int32_t *pos;       /* [n_batch] positions, sorted order */
+    int32_t *seq;       /* [n_batch] sequence ids, sorted order */
     int32_t *seq_start; /* [n_seq + 1] first sorted index of each sequence */
-    bool profile;       /* accumulate op_seconds / op_calls */
+    int32_t *out_rows;  /* [n_batch] sorted indices of the rows that want logits */
+    bool profile;       /* accumulate op_seconds / op_calls (host wall time per op) */
     double op_seconds[TINFER_LLAMA_OP_COUNT];
     int64_t op_calls[TINFER_LLAMA_OP_COUNT];
 } tinfer_llama_scratch;
@@ -123,14 +88,13 @@ void tinfer_llama_scratch_free(tinfer_llama_scratch *s);
 
 /* One forward pass over a validated batch of n tokens (1 <= n <= n_batch): token[i] at
  * position pos[i] of sequence seq[i]; positions of each sequence are contiguous and ascending
- * in batch order and continue its cache. Writes K and V of every token into the cache
- * (k_cache/v_cache [n_seq][L][n_ctx][KV]) and, for the n_out batch indices out_rows[j],
- * logits[j, :V]. */
-tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *be_state,
+ * in batch order and continue its cache. Writes K and V of every token into the backend's
+ * cache and leaves, for the n_out batch indices out_rows[j] (ascending), logits[j, :V] in host
+ * memory at *logits (the backend's buffer, valid until its next step). */
+tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
                                    const tinfer_llama_config *cfg, const tinfer_llama_weights *w,
-                                   tinfer_llama_scratch *s, float *k_cache, float *v_cache,
-                                   int32_t n_ctx, int32_t n, const int32_t *token,
+                                   tinfer_llama_scratch *s, int32_t n, const int32_t *token,
                                    const int32_t *pos, const int32_t *seq, const int32_t *out_rows,
-                                   int32_t n_out, float *logits, tinfer_err *err);
+                                   int32_t n_out, const float **logits, tinfer_err *err);
 
 #endif

@@ -2,23 +2,24 @@
  * context.c — tinfer_context: the KV cache, per-sequence bookkeeping, batch validation and
  * tinfer_decode / tinfer_get_logits.
  *
- * KV cache: F32, preallocated at init, [n_seq_max][n_layer][n_ctx][n_head_kv*head_dim] for K and
- * the same for V (layout documented in models/llama.h, where it is written).
+ * The KV cache, the activations and the logits belong to the backend's context
+ * (models/backend.h: ctx_init sizes all of it once; the CPU's is F32 [n_seq_max][n_layer][n_ctx]
+ * [n_head_kv*head_dim] for K and the same for V).
  * A batch is validated completely before anything runs, so a rejected batch leaves the cache,
  * the sequence lengths and the previous logits untouched:
  *   token ids in [0, n_vocab), seq ids in [0, n_seq_max), n_tokens in [1, n_batch],
  *   each sequence's positions = its cached length, +1, +2, ... in batch order,
  *   cached length + tokens in the batch <= n_ctx (else TINFER_ERR_CONTEXT_FULL).
- * Memory: the forward scratch is sized from n_batch at init. The logits buffer starts with
- * room for n_seq_max rows (one per sequence: the decode case) and grows only when a batch asks
- * for more rows than any batch before it, so steady-state decoding never allocates.
+ * Memory: the batch plan and the backend's activations are sized from n_batch at init. The
+ * logits buffer starts with room for n_seq_max rows (one per sequence: the decode case) and
+ * grows only when a batch asks for more rows than any batch before it, so steady-state decoding
+ * never allocates.
  */
 #include "model_internal.h"
 
 #include "models/backend.h"
 #include "models/llama.h"
 
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,15 +33,13 @@ struct tinfer_context {
     const tinfer_llama_config *cfg;
     const tinfer_llama_weights *w;
     const tinfer_backend_ops *ops;
-    int32_t n_ctx, n_seq_max, n_batch, n_threads;
-    float *k_cache;     /* [n_seq_max][n_layer][n_ctx][kv_dim] */
-    float *v_cache;     /* [n_seq_max][n_layer][n_ctx][kv_dim] */
-    int32_t *seq_len;   /* [n_seq_max] tokens cached per sequence */
-    int32_t *seq_count; /* [n_seq_max] validation scratch: tokens per sequence in the batch */
-    int32_t *out_rows;  /* [n_batch] batch indices whose logits are computed */
-    int32_t *logit_row; /* [n_batch] row in `logits` of batch entry i, -1 if none */
-    float *logits;      /* [cap_logits, n_vocab] */
-    int32_t cap_logits;
+    void *bc; /* the backend's context: KV cache, activations, logits */
+    int32_t n_ctx, n_seq_max, n_batch;
+    int32_t *seq_len;     /* [n_seq_max] tokens cached per sequence */
+    int32_t *seq_count;   /* [n_seq_max] validation scratch: tokens per sequence in the batch */
+    int32_t *out_rows;    /* [n_batch] batch indices whose logits are computed */
+    int32_t *logit_row;   /* [n_batch] row in `logits` of batch entry i, -1 if none */
+    const float *logits;  /* [n_out, n_vocab] of the last step, in the backend's host buffer */
     int32_t n_last; /* n_tokens of the last successful tinfer_decode (0: none) */
     tinfer_llama_scratch s;
 };
@@ -58,13 +57,11 @@ tinfer_context_params tinfer_context_default_params(void) {
 void tinfer_context_free(tinfer_context *c) {
     if (!c) return;
     tinfer_llama_scratch_free(&c->s);
-    free(c->k_cache);
-    free(c->v_cache);
+    if (c->bc) c->ops->ctx_free(c->bc);
     free(c->seq_len);
     free(c->seq_count);
     free(c->out_rows);
     free(c->logit_row);
-    free(c->logits);
     free(c);
 }
 
@@ -95,37 +92,22 @@ tinfer_status tinfer_context_init(tinfer_model *model, const tinfer_context_para
     c->n_ctx = n_ctx;
     c->n_seq_max = p.n_seq_max;
     c->n_batch = n_batch;
-    c->n_threads = p.n_threads > 0 ? p.n_threads : tinfer_model_n_threads(model);
 
-    const int64_t kv_dim = (int64_t)cfg->n_head_kv * cfg->head_dim;
-    /* int64 cannot overflow here: config.c caps layers, heads, head_dim and n_ctx so that
-     * n_layer * n_ctx * kv_dim < 2^50; times n_seq_max (int32) stays below 2^63 / 4. */
-    const int64_t kv_elems = (int64_t)p.n_seq_max * cfg->n_layer * (int64_t)n_ctx * kv_dim;
-    const int32_t cap0 = p.n_seq_max < n_batch ? p.n_seq_max : n_batch;
     tinfer_status rc = TINFER_OK;
-    if ((uint64_t)kv_elems > SIZE_MAX / sizeof(float)) {
-        rc =
-            tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY,
-                           "KV cache of %lld elements does not fit in memory", (long long)kv_elems);
-        goto fail;
-    }
-    c->k_cache = malloc((size_t)kv_elems * sizeof(float));
-    c->v_cache = malloc((size_t)kv_elems * sizeof(float));
     c->seq_len = calloc((size_t)p.n_seq_max, sizeof(int32_t));
     c->seq_count = calloc((size_t)p.n_seq_max, sizeof(int32_t));
     c->out_rows = malloc((size_t)n_batch * sizeof(int32_t));
     c->logit_row = malloc((size_t)n_batch * sizeof(int32_t));
-    c->logits = malloc((size_t)cap0 * (size_t)cfg->n_vocab * sizeof(float));
-    c->cap_logits = cap0;
-    if (!c->k_cache || !c->v_cache || !c->seq_len || !c->seq_count || !c->out_rows ||
-        !c->logit_row || !c->logits) {
-        rc = tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY,
-                            "out of memory: KV cache of 2 x %lld floats (n_ctx %d, n_seq_max %d)",
-                            (long long)kv_elems, (int)n_ctx, (int)p.n_seq_max);
+    if (!c->seq_len || !c->seq_count || !c->out_rows || !c->logit_row) {
+        rc = tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY, "out of memory (context of n_batch %d)",
+                            (int)n_batch);
         goto fail;
     }
     tinfer_err sub;
-    if ((rc = tinfer_llama_scratch_init(cfg, n_batch, p.n_seq_max, &c->s, &sub)) != TINFER_OK) {
+    sub.msg[0] = '\0';
+    if ((rc = c->ops->ctx_init(tinfer_model_backend_state(model), p.n_seq_max, n_ctx, n_batch,
+                               p.n_threads, &c->bc, &sub)) != TINFER_OK ||
+        (rc = tinfer_llama_scratch_init(cfg, n_batch, p.n_seq_max, &c->s, &sub)) != TINFER_OK) {
         tinfer_err_copy(NULL, &sub, rc);
         goto fail;
     }
@@ -222,20 +204,9 @@ tinfer_status tinfer_decode(tinfer_context *c, const tinfer_batch *b) {
         c->logit_row[i] = want ? n_out : -1;
         if (want) c->out_rows[n_out++] = i;
     }
-    if (n_out > c->cap_logits) {
-        float *p = realloc(c->logits, (size_t)n_out * (size_t)c->cfg->n_vocab * sizeof(float));
-        if (!p)
-            return tinfer_err_set(&c->err, TINFER_ERR_OUT_OF_MEMORY,
-                                  "out of memory: logits for %d rows", (int)n_out);
-        c->logits = p;
-        c->cap_logits = n_out;
-    }
-    if (omp_get_max_threads() != c->n_threads) omp_set_num_threads(c->n_threads);
-
     c->n_last = 0; /* the previous logits are overwritten from here on */
-    rc =
-        tinfer_llama_forward(c->ops, NULL, c->cfg, c->w, &c->s, c->k_cache, c->v_cache, c->n_ctx, n,
-                             b->token, b->pos, b->seq_id, c->out_rows, n_out, c->logits, &c->err);
+    rc = tinfer_llama_forward(c->ops, c->bc, c->cfg, c->w, &c->s, n, b->token, b->pos, b->seq_id,
+                              c->out_rows, n_out, &c->logits, &c->err);
     if (rc != TINFER_OK) return rc;
     for (int32_t i = 0; i < n; i++) c->seq_len[b->seq_id[i]]++;
     c->n_last = n;

@@ -24,9 +24,11 @@ struct tinfer_model {
     tinfer_llama_config cfg;
     tinfer_st_set *st;
     tinfer_tokenizer *tok;
-    tinfer_llama_weights w;
+    tinfer_llama_weights w; /* host: the mapping and what the loader fused or widened */
     tinfer_backend backend;
     const tinfer_backend_ops *ops;
+    void *be_state;                  /* the backend's model */
+    const tinfer_llama_weights *dev_w; /* the weights as the backend's ops take them */
     int32_t n_threads;
     int64_t n_params;
     char desc[160];
@@ -55,6 +57,7 @@ tinfer_model_params tinfer_model_default_params(void) {
 
 void tinfer_model_free(tinfer_model *m) {
     if (!m) return;
+    if (m->be_state) m->ops->model_free(m->be_state);
     tinfer_llama_free(&m->w);
     tinfer_tokenizer_free(m->tok);
     tinfer_st_close(m->st);
@@ -102,6 +105,12 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
     m->ops = &tinfer_backend_cpu;
     m->n_threads = p.n_threads > 0 ? p.n_threads : omp_get_num_procs();
     omp_set_num_threads(m->n_threads);
+    if ((rc = m->ops->model_init(&m->cfg, &m->w, m->n_threads, &m->be_state, &m->dev_w, &sub)) !=
+        TINFER_OK) {
+        tinfer_err_copy(NULL, &sub, rc);
+        tinfer_model_free(m);
+        return rc;
+    }
     for (int64_t i = 0; i < tinfer_st_count(m->st); i++)
         m->n_params += tinfer_st_at(m->st, i)->n_elems;
     snprintf(m->desc, sizeof m->desc, "%s %d layers, hidden %d, %d/%d heads, %s, %s",
@@ -160,8 +169,9 @@ tinfer_err *tinfer_model_err_slot(const tinfer_model *m) {
     return m ? (tinfer_err *)&m->err : NULL;
 }
 const struct tinfer_llama_weights *tinfer_model_weights(const tinfer_model *m) {
-    return m ? &m->w : NULL;
+    return m ? m->dev_w : NULL;
 }
+void *tinfer_model_backend_state(const tinfer_model *m) { return m ? m->be_state : NULL; }
 const struct tinfer_backend_ops *tinfer_model_backend_ops(const tinfer_model *m) {
     return m ? m->ops : NULL;
 }

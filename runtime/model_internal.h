@@ -20,6 +20,7 @@ struct tinfer_llama_weights;
 struct tinfer_backend_ops;
 const struct tinfer_llama_weights *tinfer_model_weights(const tinfer_model *model);
 const struct tinfer_backend_ops *tinfer_model_backend_ops(const tinfer_model *model);
+void *tinfer_model_backend_state(const tinfer_model *model); /* the backend's model object */
 int32_t tinfer_model_n_threads(const tinfer_model *model);
 
 /* Debug aid: the context's forward scratch (struct tinfer_llama_scratch, models/llama.h), whose

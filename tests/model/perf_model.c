@@ -19,8 +19,8 @@
 #include <time.h>
 
 static const char *OP_NAMES[TINFER_LLAMA_OP_COUNT] = {
-    "embed",  "rmsnorm",      "qkv gemm", "rope",      "kv store", "attention",
-    "o gemm", "gate|up gemm", "swiglu",   "down gemm", "lm head"};
+    "embed",  "rmsnorm", "qkv gemm", "rope + kv", "attention", "o gemm", "gate|up+swiglu",
+    "down gemm", "lm head"};
 
 static double now_s(void) {
     struct timespec ts;
