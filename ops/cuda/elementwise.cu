@@ -1,0 +1,297 @@
+/*
+ * elementwise.cu — the row-wise CUDA ops: embedding lookup, RMSNorm (with the LM head's row
+ * gather), argmax over logits, and the F32 -> BF16 cast. References: ops/ref/ops_elementwise.c
+ * (embed, rmsnorm) and runtime/sampler.c (greedy: argmax, ties to the lowest index).
+ *
+ * embed    one block per token; 16-byte loads of 8 BF16 widened into two float4 stores when E % 8
+ *          == 0 and both pointers are 16-byte aligned, else one element per thread. Exact.
+ * rmsnorm  one block per output row. Pass 1: sum of squares in F32 (per-thread partial sums,
+ *          warp shuffles, one word per warp in shared memory); r = 1 / sqrtf(ss / E + eps)
+ *          (IEEE sqrt and division: nvcc's defaults). Pass 2 re-reads the row (L1/L2-resident)
+ *          and stores bf16((x * r) * w), products rounded as the reference rounds them (no FMA
+ *          can contract a pure product chain). float4 / 8-byte BF16 vectors when E % 4 == 0 and
+ *          the pointers are aligned. The reference sums in double; the F32 sum differs from it
+ *          by <= E * 2^-24 relative (a few F32 ulps of r in practice), so an output may land on
+ *          the other side of a BF16 rounding boundary: <= 1 BF16 ulp (2^-8 relative) from the
+ *          reference rounded to BF16.
+ * argmax   one block of 1024 threads per row (the vocabulary: 32k-256k logits), each thread
+ *          keeping (value, index) over a strided part of the row with the rule "greater, or
+ *          equal at a lower index" (order-independent, so the result is the lowest index of the
+ *          maximum whatever the reduction order); NaN fails both comparisons and never wins.
+ *          Decode has few rows (n_out = active sequences): one block per row then reads at a
+ *          single SM's bandwidth (about 4 us for a 128k-entry row, estimated, not measured); a
+ *          two-pass split would fix that if it shows in a profile.
+ * cast     grid-stride, float4 in / 8-byte out when both pointers allow it.
+ */
+#include "gemm/cuda/cuda_check.h"
+#include "ops/cuda/ops_cuda.h"
+#include "ops/cuda/ops_cuda_util.cuh"
+
+#include <limits.h>
+#include <math.h>
+
+using namespace tops;
+
+/* ---- embed ---- */
+
+template <bool VEC>
+static __global__ void embed_kernel(float *__restrict__ out, const uint16_t *__restrict__ table,
+                                    const int32_t *__restrict__ tok, int32_t E, int32_t n_vocab) {
+    const int64_t i = blockIdx.x;
+    const int32_t id = tok[i];
+    float *o = out + i * E;
+    if (id < 0 || id >= n_vocab) {
+        for (int32_t d = threadIdx.x; d < E; d += blockDim.x)
+            o[d] = __int_as_float(0x7fc00000);
+        return;
+    }
+    const uint16_t *t = table + (int64_t)id * E;
+    if (VEC) {
+        const uint4 *t4 = reinterpret_cast<const uint4 *>(t);
+        float4 *o4 = reinterpret_cast<float4 *>(o);
+        for (int32_t c = threadIdx.x; c < E / 8; c += blockDim.x) {
+            const uint4 u = t4[c];
+            o4[2 * c] = make_float4(bf16_to_f32(u.x), bf16_to_f32(u.x >> 16), bf16_to_f32(u.y),
+                                    bf16_to_f32(u.y >> 16));
+            o4[2 * c + 1] = make_float4(bf16_to_f32(u.z), bf16_to_f32(u.z >> 16), bf16_to_f32(u.w),
+                                        bf16_to_f32(u.w >> 16));
+        }
+    } else {
+        for (int32_t d = threadIdx.x; d < E; d += blockDim.x)
+            o[d] = bf16_to_f32(t[d]);
+    }
+}
+
+extern "C" tinfer_status tinfer_op_cuda_embed(float *out, const uint16_t *table, const int32_t *tok,
+                                              int32_t n, int32_t E, int32_t n_vocab,
+                                              cudaStream_t stream, tinfer_err *err) {
+    tinfer_status status = TINFER_OK;
+    TOPS_REQUIRE(err, n >= 0 && E >= 1 && n_vocab >= 1, "embed", "bad sizes n=%d E=%d n_vocab=%d",
+                 n, E, n_vocab);
+    if (n == 0) return TINFER_OK;
+    TOPS_REQUIRE(err, out && table && tok, "embed", "NULL pointer");
+    {
+        const bool vec = E % 8 == 0 && tops_host_aligned(out, 16) && tops_host_aligned(table, 16);
+        const int threads = E >= 2048 ? 256 : 128;
+        if (vec)
+            embed_kernel<true><<<n, threads, 0, stream>>>(out, table, tok, E, n_vocab);
+        else
+            embed_kernel<false><<<n, threads, 0, stream>>>(out, table, tok, E, n_vocab);
+        TINFER_CUDA_LAUNCH_CHECK(err, "embed_kernel");
+    }
+cleanup:
+    return status;
+}
+
+/* ---- rmsnorm ---- */
+
+#define RMS_THREADS 256
+
+template <bool VEC>
+static __global__ void __launch_bounds__(RMS_THREADS)
+    rmsnorm_kernel(uint16_t *__restrict__ out, const float *__restrict__ x,
+                   const uint16_t *__restrict__ w, const int32_t *__restrict__ rows, int32_t n_x,
+                   int32_t E, float eps) {
+    __shared__ float red[RMS_THREADS / 32];
+    __shared__ float r_sh;
+    const int64_t r = blockIdx.x;
+    const int32_t src = rows ? rows[r] : (int32_t)r;
+    uint16_t *o = out + r * E;
+    if (src < 0 || src >= n_x) {
+        for (int32_t d = threadIdx.x; d < E; d += blockDim.x)
+            o[d] = 0x7fc0u;
+        return;
+    }
+    const float *xr = x + (int64_t)src * E;
+    float ss = 0.0f;
+    if (VEC) {
+        const float4 *x4 = reinterpret_cast<const float4 *>(xr);
+        for (int32_t c = threadIdx.x; c < E / 4; c += blockDim.x) {
+            const float4 v = x4[c];
+            ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+        }
+    } else {
+        for (int32_t d = threadIdx.x; d < E; d += blockDim.x)
+            ss += xr[d] * xr[d];
+    }
+    ss = warp_sum(ss);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float t = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : 0.0f;
+        t = warp_sum(t);
+        if (threadIdx.x == 0) r_sh = 1.0f / sqrtf(t / (float)E + eps);
+    }
+    __syncthreads();
+    const float rs = r_sh;
+    if (VEC) {
+        const float4 *x4 = reinterpret_cast<const float4 *>(xr);
+        const uint2 *w4 = reinterpret_cast<const uint2 *>(w);
+        uint2 *o4 = reinterpret_cast<uint2 *>(o);
+        for (int32_t c = threadIdx.x; c < E / 4; c += blockDim.x) {
+            const float4 v = x4[c];
+            const uint2 wv = w4[c];
+            uint2 ov;
+            ov.x = pack_bf16x2(__fmul_rn(v.x, rs) * bf16_to_f32(wv.x),
+                               __fmul_rn(v.y, rs) * bf16_to_f32(wv.x >> 16));
+            ov.y = pack_bf16x2(__fmul_rn(v.z, rs) * bf16_to_f32(wv.y),
+                               __fmul_rn(v.w, rs) * bf16_to_f32(wv.y >> 16));
+            o4[c] = ov;
+        }
+    } else {
+        for (int32_t d = threadIdx.x; d < E; d += blockDim.x)
+            o[d] = (uint16_t)f32_to_bf16(__fmul_rn(xr[d], rs) * bf16_to_f32(w[d]));
+    }
+}
+
+extern "C" tinfer_status tinfer_op_cuda_rmsnorm(uint16_t *out, const float *x, const uint16_t *w,
+                                                const int32_t *rows, int32_t n_out, int32_t n_x,
+                                                int32_t E, float eps, cudaStream_t stream,
+                                                tinfer_err *err) {
+    tinfer_status status = TINFER_OK;
+    TOPS_REQUIRE(err, n_out >= 0 && n_x >= 0 && E >= 1, "rmsnorm", "bad sizes n_out=%d n_x=%d E=%d",
+                 n_out, n_x, E);
+    TOPS_REQUIRE(err, rows || n_out <= n_x, "rmsnorm", "n_out=%d > n_x=%d without a row index",
+                 n_out, n_x);
+    TOPS_REQUIRE(err, eps >= 0.0f, "rmsnorm", "eps %g < 0", (double)eps);
+    if (n_out == 0) return TINFER_OK;
+    TOPS_REQUIRE(err, out && x && w, "rmsnorm", "NULL pointer");
+    {
+        const bool vec = E % 4 == 0 && tops_host_aligned(x, 16) && tops_host_aligned(w, 8) &&
+                         tops_host_aligned(out, 8);
+        if (vec)
+            rmsnorm_kernel<true><<<n_out, RMS_THREADS, 0, stream>>>(out, x, w, rows, n_x, E, eps);
+        else
+            rmsnorm_kernel<false><<<n_out, RMS_THREADS, 0, stream>>>(out, x, w, rows, n_x, E, eps);
+        TINFER_CUDA_LAUNCH_CHECK(err, "rmsnorm_kernel");
+    }
+cleanup:
+    return status;
+}
+
+/* ---- argmax ---- */
+
+#define ARGMAX_THREADS 1024
+
+/* (v, i) beats (bv, bi): greater, or equal at a lower index. NaN beats nothing. */
+static __device__ __forceinline__ void am_take(float v, int32_t i, float &bv, int32_t &bi) {
+    if (v > bv || (v == bv && i < bi)) {
+        bv = v;
+        bi = i;
+    }
+}
+
+template <bool VEC>
+static __global__ void __launch_bounds__(ARGMAX_THREADS)
+    argmax_kernel(int32_t *__restrict__ ids, const float *__restrict__ logits, int32_t V,
+                  int64_t ld) {
+    __shared__ float sv[ARGMAX_THREADS / 32];
+    __shared__ int32_t si[ARGMAX_THREADS / 32];
+    const float *row = logits + (int64_t)blockIdx.x * ld;
+    float bv = -INFINITY;
+    int32_t bi = INT_MAX;
+    int32_t j0 = 0;
+    if (VEC) {
+        const float4 *r4 = reinterpret_cast<const float4 *>(row);
+        for (int32_t c = threadIdx.x; c < V / 4; c += blockDim.x) {
+            const float4 v = r4[c];
+            am_take(v.x, 4 * c, bv, bi);
+            am_take(v.y, 4 * c + 1, bv, bi);
+            am_take(v.z, 4 * c + 2, bv, bi);
+            am_take(v.w, 4 * c + 3, bv, bi);
+        }
+        j0 = V / 4 * 4;
+    }
+    for (int32_t j = j0 + threadIdx.x; j < V; j += blockDim.x)
+        am_take(row[j], j, bv, bi);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        am_take(ov, oi, bv, bi);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        sv[threadIdx.x >> 5] = bv;
+        si[threadIdx.x >> 5] = bi;
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        bv = -INFINITY;
+        bi = INT_MAX;
+        if (threadIdx.x < blockDim.x / 32) {
+            bv = sv[threadIdx.x];
+            bi = si[threadIdx.x];
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+            const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+            am_take(ov, oi, bv, bi);
+        }
+        /* INT_MAX: every entry was NaN; 0, as the CPU's scan that nothing beats */
+        if (threadIdx.x == 0) ids[blockIdx.x] = bi == INT_MAX ? 0 : bi;
+    }
+}
+
+extern "C" tinfer_status tinfer_op_cuda_argmax(int32_t *ids, const float *logits, int32_t n_out,
+                                               int32_t V, int64_t ld, cudaStream_t stream,
+                                               tinfer_err *err) {
+    tinfer_status status = TINFER_OK;
+    TOPS_REQUIRE(err, n_out >= 0 && V >= 1 && ld >= V, "argmax", "bad sizes n_out=%d V=%d ld=%lld",
+                 n_out, V, (long long)ld);
+    if (n_out == 0) return TINFER_OK;
+    TOPS_REQUIRE(err, ids && logits, "argmax", "NULL pointer");
+    {
+        const bool vec = ld % 4 == 0 && tops_host_aligned(logits, 16);
+        if (vec)
+            argmax_kernel<true><<<n_out, ARGMAX_THREADS, 0, stream>>>(ids, logits, V, ld);
+        else
+            argmax_kernel<false><<<n_out, ARGMAX_THREADS, 0, stream>>>(ids, logits, V, ld);
+        TINFER_CUDA_LAUNCH_CHECK(err, "argmax_kernel");
+    }
+cleanup:
+    return status;
+}
+
+/* ---- cast ---- */
+
+template <bool VEC>
+static __global__ void cast_kernel(uint16_t *__restrict__ out, const float *__restrict__ in,
+                                   int64_t count) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t i0 = 0;
+    if (VEC) {
+        const float4 *in4 = reinterpret_cast<const float4 *>(in);
+        uint2 *o4 = reinterpret_cast<uint2 *>(out);
+        for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < count / 4;
+             c += stride) {
+            const float4 v = in4[c];
+            o4[c] = make_uint2(pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w));
+        }
+        i0 = count / 4 * 4;
+    }
+    for (int64_t i = i0 + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
+        out[i] = (uint16_t)f32_to_bf16(in[i]);
+}
+
+extern "C" tinfer_status tinfer_op_cuda_cast_f32_bf16(uint16_t *out, const float *in, int64_t count,
+                                                      cudaStream_t stream, tinfer_err *err) {
+    tinfer_status status = TINFER_OK;
+    TOPS_REQUIRE(err, count >= 0, "cast_f32_bf16", "count %lld < 0", (long long)count);
+    if (count == 0) return TINFER_OK;
+    TOPS_REQUIRE(err, out && in, "cast_f32_bf16", "NULL pointer");
+    {
+        const bool vec = tops_host_aligned(in, 16) && tops_host_aligned(out, 8);
+        const int threads = 256;
+        int64_t blocks = (count / (vec ? 4 : 1) + threads - 1) / threads;
+        if (blocks > 4096) blocks = 4096; /* grid-stride beyond: 1M threads cover any SM count */
+        if (blocks < 1) blocks = 1;
+        if (vec)
+            cast_kernel<true><<<(unsigned)blocks, threads, 0, stream>>>(out, in, count);
+        else
+            cast_kernel<false><<<(unsigned)blocks, threads, 0, stream>>>(out, in, count);
+        TINFER_CUDA_LAUNCH_CHECK(err, "cast_kernel");
+    }
+cleanup:
+    return status;
+}

@@ -1,0 +1,137 @@
+/*
+ * ops_cuda.h — the non-GEMM CUDA ops of the Llama forward (the GPU twins of ops/ref/ops_cpu.h).
+ *
+ * Layout on the GPU (fixed; the CUDA backend relies on it):
+ *   x       residual stream, F32 [n, E], row stride E
+ *   norm    rmsnorm output / GEMM input, BF16 [rows, E] (uint16_t bit patterns, round to nearest
+ *           even exactly as base/dtype.h's tinfer_f32_to_bf16)
+ *   qkv     the QKV GEMM output, BF16 [n, QKV], QKV = (n_head + 2 * n_head_kv) * head_dim:
+ *           q at column 0, k at n_head * head_dim, v at (n_head + n_head_kv) * head_dim
+ *   attn    attention output, BF16 [n, n_head * head_dim]
+ *   logits  F32 [n_out, V] (row stride ld)
+ *   KV      BF16, one K and one V buffer, each [n_seq][n_layer][n_ctx][n_head_kv * head_dim]
+ *   batch   device int32 tok[n], pos[n], seq[n]: tokens sorted by sequence, each sequence's tokens
+ *           contiguous with ascending positions.
+ *
+ * Every entry point: asynchronous on `stream` (never the default stream unless passed), allocates
+ * nothing, never synchronises (except under the debug switch TINFER_CUDA_SYNC_DEBUG=1, see
+ * gemm/cuda/cuda_check.h); preconditions are checked on the host (TINFER_ERR_INVALID_ARG with a
+ * one-line message in err); a failed launch gives TINFER_ERR_CUDA. n = 0 (no rows) is a no-op.
+ * Metadata that only the device sees (token ids, positions, sequence ids, row indices) cannot be
+ * checked on the host: an out-of-range value never reads or writes out of bounds; the rows it
+ * concerns get NaN outputs instead (said per op).
+ * Algorithms, tolerances against ops/ref and what runs on tensor cores: ops/README.md.
+ */
+#ifndef TINFER_OPS_CUDA_H
+#define TINFER_OPS_CUDA_H
+
+#include "base/error.h"
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out[i, :] = float(table[tok[i], :]), i < n. table BF16 [n_vocab, E], out F32 [n, E].
+ * tok[i] outside [0, n_vocab): row i of out is NaN. */
+tinfer_status tinfer_op_cuda_embed(float *out, const uint16_t *table, const int32_t *tok, int32_t n,
+                                   int32_t E, int32_t n_vocab, cudaStream_t stream,
+                                   tinfer_err *err);
+
+/* out[r, :] = bf16(x[src, :] * (1 / sqrt(mean(x[src, :]^2) + eps)) * w), r < n_out, with
+ * src = rows[r] when rows != NULL (device int32 [n_out]: the LM head's gather of the rows that
+ * want logits), else src = r. x F32 [n_x, E], w BF16 [E], out BF16 [n_out, E]; F32 math.
+ * rows[r] outside [0, n_x): row r of out is NaN. out must not overlap x. */
+tinfer_status tinfer_op_cuda_rmsnorm(uint16_t *out, const float *x, const uint16_t *w,
+                                     const int32_t *rows, int32_t n_out, int32_t n_x, int32_t E,
+                                     float eps, cudaStream_t stream, tinfer_err *err);
+
+/* The KV cache and the attention geometry, shared by rope_kv and attention. */
+typedef struct tinfer_op_cuda_kv {
+    uint16_t *k;       /* BF16 [n_seq][n_layer][n_ctx][n_head_kv * head_dim] */
+    uint16_t *v;       /* BF16, same shape */
+    int32_t n_seq;     /* sequences the cache holds */
+    int32_t n_layer;   /* layers */
+    int32_t n_ctx;     /* positions per sequence */
+    int32_t n_head;    /* query heads */
+    int32_t n_head_kv; /* KV heads; n_head % n_head_kv == 0 */
+    int32_t head_dim;  /* even (rope_kv); 64 or 128 (attention) */
+} tinfer_op_cuda_kv;
+
+/* For every token i < n: rotate-half RoPE (HF Llama, as ops/ref/rope.c) of the q heads in place in
+ * qkv and of the k heads (rotated k written back into qkv too), angle pos[i] * inv_freq[j]
+ * computed in F32 as the reference does and cos/sin evaluated in double, rounded to F32; then the
+ * rotated k row and the v row are stored into kv->k / kv->v at [seq[i]][layer][pos[i]].
+ * qkv BF16 [n, QKV] (row stride QKV), inv_freq device F32 [head_dim / 2] (the host computes it
+ * once: 1 / theta^(2j / head_dim), or any scaled variant), pos/seq device int32 [n].
+ * pos[i] outside [0, n_ctx) or seq[i] outside [0, n_seq): nothing is stored for token i and its q
+ * row becomes NaN. */
+tinfer_status tinfer_op_cuda_rope_kv(uint16_t *qkv, const tinfer_op_cuda_kv *kv, int32_t layer,
+                                     const float *inv_freq, const int32_t *pos, const int32_t *seq,
+                                     int32_t n, cudaStream_t stream, tinfer_err *err);
+
+/* ---- attention: causal GQA, scale 1 / sqrt(head_dim); query token i sees cache rows 0..pos[i]
+ * of its sequence seq[i] in layer `layer` (its own K/V already stored there by rope_kv). q is
+ * read from qkv (BF16 [n, QKV]); out BF16 [n, n_head * head_dim]; only the rows of the queries
+ * named (tiles or decode list) are written. Needs 16-byte aligned qkv, out, kv->k, kv->v. ---- */
+
+/* Query tiles of the prefill kernel: at most this many queries of ONE sequence per tile. */
+#define TINFER_OP_CUDA_ATTN_TILE 64
+
+/* Host planning from the host copy of the batch metadata (seq/pos [n]): every sequence with one
+ * token in the batch goes to the decode list (dec[*n_dec] = its token index); every other
+ * sequence is cut into tiles of up to TINFER_OP_CUDA_ATTN_TILE consecutive tokens, each a triple
+ * (first token index, count, seq) in tiles[3 * t]. *max_dec_len = max over the decode list of
+ * pos + 1 (0 when empty): the decode launcher's split choice. Capacities: tiles_cap triples
+ * (n / TINFER_OP_CUDA_ATTN_TILE + number of sequences suffices), dec_cap entries (n suffices).
+ * TINFER_ERR_INVALID_ARG when a capacity is short or seq is not grouped by sequence. */
+tinfer_status tinfer_op_cuda_attention_plan(const int32_t *seq, const int32_t *pos, int32_t n,
+                                            int32_t *tiles, int32_t tiles_cap, int32_t *n_tiles,
+                                            int32_t *dec, int32_t dec_cap, int32_t *n_dec,
+                                            int32_t *max_dec_len, tinfer_err *err);
+
+/* Prefill: flash-style tiled attention over the tile list (device int32 [3 * n_tiles], as the
+ * plan gives it; a tile of count 1 is valid too). */
+tinfer_status tinfer_op_cuda_attention_prefill(uint16_t *out, const uint16_t *qkv,
+                                               const tinfer_op_cuda_kv *kv, int32_t layer,
+                                               const int32_t *pos, const int32_t *tiles,
+                                               int32_t n_tiles, cudaStream_t stream,
+                                               tinfer_err *err);
+
+/* Workspace bytes the decode launcher needs for up to max_queries queries split into up to
+ * max_splits key ranges: max_queries * n_head * max_splits * (head_dim + 2) * 4 (an F32 partial
+ * accumulator, max and sum per query, head and split). 0 when an argument is < 1. */
+size_t tinfer_op_cuda_attention_ws_bytes(int32_t max_queries, int32_t max_splits, int32_t n_head,
+                                         int32_t head_dim);
+
+/* Decode: split-KV (flash-decoding) attention for the n_dec single queries dec[] (device int32
+ * token indices, as the plan gives them). max_len (host) = max pos + 1 over them: the launcher
+ * cuts 0..max_len into chunks of at least TINFER_OP_CUDA_DECODE_MIN_CHUNK rows so that the grid
+ * fills the GPU, as many as the workspace holds (ws: F32, ws_bytes long, 16-byte aligned; NULL /
+ * 0 allowed: then no split); one split writes the output directly, more go through the
+ * workspace and a combine kernel. */
+#define TINFER_OP_CUDA_DECODE_MIN_CHUNK 256
+tinfer_status tinfer_op_cuda_attention_decode(uint16_t *out, const uint16_t *qkv,
+                                              const tinfer_op_cuda_kv *kv, int32_t layer,
+                                              const int32_t *pos, const int32_t *seq,
+                                              const int32_t *dec, int32_t n_dec, int32_t max_len,
+                                              float *ws, size_t ws_bytes, cudaStream_t stream,
+                                              tinfer_err *err);
+
+/* ids[r] = argmax_j logits[r, j], j < V, r < n_out; logits F32 with row stride ld >= V.
+ * Ties go to the lowest index (runtime/sampler.c's greedy rule, torch.argmax's first maximum);
+ * NaN never wins; a row of only NaN gives 0 (as a row of only -inf does). */
+tinfer_status tinfer_op_cuda_argmax(int32_t *ids, const float *logits, int32_t n_out, int32_t V,
+                                    int64_t ld, cudaStream_t stream, tinfer_err *err);
+
+/* out[i] = bf16(in[i]), i < count (round to nearest even, NaN stays NaN). */
+tinfer_status tinfer_op_cuda_cast_f32_bf16(uint16_t *out, const float *in, int64_t count,
+                                           cudaStream_t stream, tinfer_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,64 @@
+/*
+ * ops_cuda_util.cuh — device helpers the ops/cuda kernels share: BF16 <-> F32 with the host's
+ * rounding (base/dtype.h), warp reductions, and the host-side argument check macro.
+ */
+#ifndef TINFER_OPS_CUDA_UTIL_CUH
+#define TINFER_OPS_CUDA_UTIL_CUH
+
+#include "base/error.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+namespace tops {
+
+/* BF16 bit pattern -> F32 (exact). */
+static __device__ __forceinline__ float bf16_to_f32(uint32_t h) {
+    return __uint_as_float((h & 0xffffu) << 16);
+}
+
+/* F32 -> BF16 bit pattern, round to nearest even; NaN stays a quiet NaN. Bit for bit the host's
+ * tinfer_f32_to_bf16, so GPU and CPU round identical F32 values identically. */
+static __device__ __forceinline__ uint32_t f32_to_bf16(float f) {
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return ((u >> 16) | 0x40u) & 0xffffu;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return u >> 16;
+}
+
+/* Two F32 -> one 32-bit word of two BF16 (lo in the low half: the lower address / index). */
+static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+    return f32_to_bf16(lo) | (f32_to_bf16(hi) << 16);
+}
+
+static __device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+static __device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+} // namespace tops
+
+static inline bool tops_host_aligned(const void *p, unsigned a) {
+    return ((uintptr_t)p & (uintptr_t)(a - 1)) == 0;
+}
+
+/* Host precondition: `cond` false records "<op>: <message>" and returns TINFER_ERR_INVALID_ARG. */
+#define TOPS_REQUIRE(err, cond, op, ...)                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            char m_[256];                                                                          \
+            snprintf(m_, sizeof m_, __VA_ARGS__);                                                  \
+            return tinfer_err_set((err), TINFER_ERR_INVALID_ARG, "%s: %s", op, m_);                \
+        }                                                                                          \
+    } while (0)
+
+#endif
