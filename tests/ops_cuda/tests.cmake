@@ -1,0 +1,14 @@
+# tests/ops_cuda: the CUDA ops (ops/cuda/ops_cuda.h) against their CPU references (ops/ref/);
+# label gpu, exit 77 (skipped) without a GPU. Links cudart, base/status.c, the ops objects and
+# gemm/cuda/device.cu (device probe, the launch check's debug switch) but not the runtime
+# library, so the binary runs on the device image, which lacks cJSON/PCRE2.
+if(TINFER_HAVE_CUDA)
+  add_executable(test-ops-cuda ${CMAKE_CURRENT_LIST_DIR}/test_ops_cuda.cu
+                 ${CMAKE_CURRENT_LIST_DIR}/test_ops_cuda_attn.cu
+                 ${PROJECT_SOURCE_DIR}/gemm/cuda/device.cu ${TINFER_BASE_SRC})
+  target_include_directories(test-ops-cuda PRIVATE ${TINFER_INCLUDE_DIRS})
+  target_compile_options(test-ops-cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -lineinfo>)
+  target_link_libraries(test-ops-cuda PRIVATE tinfer_ops_cuda tinfer_ops CUDA::cudart ${MATH_LIB})
+  add_test(NAME ops_cuda COMMAND test-ops-cuda)
+  set_tests_properties(ops_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
+endif()
