@@ -148,4 +148,8 @@ typedef struct tinfer_backend_ops {
 /* The CPU backend: gemm/cpu + ops/ref, OpenMP inside each op; F32 activations and KV cache. */
 extern const tinfer_backend_ops tinfer_backend_cpu;
 
+/* The CUDA backend (models/backend_cuda.c), in builds with CUDA: BF16 weights and KV cache, the
+ * project's own GEMM / GEMV kernels through gemm/bf16.h's dispatcher, and ops/cuda. */
+extern const tinfer_backend_ops tinfer_backend_cuda;
+
 #endif

@@ -5,8 +5,11 @@
  * Load order: config -> safetensors -> tokenizer -> weights. Every sub-loader reports into a
  * local error slot whose message is copied into the thread-local slot (tinfer_err_copy); on any
  * failure everything made so far is freed and *out stays NULL.
- * Backends: AUTO resolves to the CPU (this build has no CUDA model backend yet); CUDA asked for
- * explicitly fails with TINFER_ERR_NO_DEVICE. Threads: omp_set_num_threads once at load.
+ * Backends: CUDA (in builds with CUDA) when asked, or for AUTO when a usable GPU is present
+ * (the backend's model_init finds one and uploads the weights); otherwise AUTO takes the CPU.
+ * CUDA asked for in a build without it, or where no GPU is usable, is TINFER_ERR_NO_DEVICE with
+ * the reason. tinfer_model_desc ends with the backend taken. Threads: omp_set_num_threads once
+ * at load.
  */
 #include "model_internal.h"
 
@@ -27,16 +30,16 @@ struct tinfer_model {
     tinfer_llama_weights w; /* host: the mapping and what the loader fused or widened */
     tinfer_backend backend;
     const tinfer_backend_ops *ops;
-    void *be_state;                  /* the backend's model */
+    void *be_state;                    /* the backend's model */
     const tinfer_llama_weights *dev_w; /* the weights as the backend's ops take them */
     int32_t n_threads;
     int64_t n_params;
-    char desc[160];
+    char desc[512];
 };
 
 /* The safetensors set as the tensor source models/llama.c loads from. */
-static tinfer_status st_source_get(const void *ctx, const char *name, int32_t n_dims, const int64_t *shape,
-                                   tinfer_tensor_ref *out, tinfer_err *err) {
+static tinfer_status st_source_get(const void *ctx, const char *name, int32_t n_dims,
+                                   const int64_t *shape, tinfer_tensor_ref *out, tinfer_err *err) {
     const tinfer_tensor_view *v;
     const tinfer_status rc = tinfer_st_get(ctx, name, n_dims, shape, &v, err);
     if (rc != TINFER_OK) return rc;
@@ -45,7 +48,9 @@ static tinfer_status st_source_get(const void *ctx, const char *name, int32_t n_
     out->n_elems = v->n_elems;
     return TINFER_OK;
 }
-static bool st_source_has(const void *ctx, const char *name) { return tinfer_st_find(ctx, name) != NULL; }
+static bool st_source_has(const void *ctx, const char *name) {
+    return tinfer_st_find(ctx, name) != NULL;
+}
 
 tinfer_model_params tinfer_model_default_params(void) {
     tinfer_model_params p;
@@ -71,9 +76,13 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
         return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG, "tinfer_model_load: NULL %s",
                               !dir ? "dir" : "out");
     tinfer_model_params p = params ? *params : tinfer_model_default_params();
+#ifndef TINFER_HAVE_CUDA
     if (p.backend == TINFER_BACKEND_CUDA)
-        return tinfer_err_set(NULL, TINFER_ERR_NO_DEVICE, "this build has no CUDA backend");
-    if (p.backend != TINFER_BACKEND_AUTO && p.backend != TINFER_BACKEND_CPU)
+        return tinfer_err_set(NULL, TINFER_ERR_NO_DEVICE,
+                              "this build has no CUDA backend (configure with -DTINFER_CUDA=ON)");
+#endif
+    if (p.backend != TINFER_BACKEND_AUTO && p.backend != TINFER_BACKEND_CPU &&
+        p.backend != TINFER_BACKEND_CUDA)
         return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG, "tinfer_model_load: unknown backend %d",
                               (int)p.backend);
 
@@ -85,7 +94,8 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
     if ((rc = tinfer_config_load(dir, &m->cfg, &sub)) != TINFER_OK ||
         (rc = tinfer_st_open_dir(dir, &m->st, &sub)) != TINFER_OK ||
         (rc = tinfer_tokenizer_load(dir, &m->tok, &sub)) != TINFER_OK ||
-        (rc = tinfer_llama_load(&m->cfg, &(tinfer_tensor_source){m->st, st_source_get, st_source_has}, &m->w,
+        (rc = tinfer_llama_load(&m->cfg,
+                                &(tinfer_tensor_source){m->st, st_source_get, st_source_has}, &m->w,
                                 &sub)) != TINFER_OK) {
         tinfer_err_copy(NULL, &sub, rc);
         tinfer_model_free(m);
@@ -101,15 +111,33 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
         return rc;
     }
 
-    m->backend = TINFER_BACKEND_CPU;
-    m->ops = &tinfer_backend_cpu;
     m->n_threads = p.n_threads > 0 ? p.n_threads : omp_get_num_procs();
     omp_set_num_threads(m->n_threads);
-    if ((rc = m->ops->model_init(&m->cfg, &m->w, m->n_threads, &m->be_state, &m->dev_w, &sub)) !=
-        TINFER_OK) {
-        tinfer_err_copy(NULL, &sub, rc);
-        tinfer_model_free(m);
-        return rc;
+    rc = TINFER_ERR_NO_DEVICE;
+#ifdef TINFER_HAVE_CUDA
+    if (p.backend != TINFER_BACKEND_CPU) {
+        m->backend = TINFER_BACKEND_CUDA;
+        m->ops = &tinfer_backend_cuda;
+        rc = m->ops->model_init(&m->cfg, &m->w, m->n_threads, &m->be_state, &m->dev_w, &sub);
+        /* AUTO: no usable GPU (none, or none this binary has code for) means the CPU */
+        if (rc != TINFER_OK && (p.backend == TINFER_BACKEND_CUDA ||
+                                (rc != TINFER_ERR_NO_DEVICE && rc != TINFER_ERR_UNSUPPORTED))) {
+            tinfer_err_copy(NULL, &sub, rc);
+            tinfer_model_free(m);
+            return rc;
+        }
+    }
+#endif
+    if (rc != TINFER_OK) {
+        m->backend = TINFER_BACKEND_CPU;
+        m->ops = &tinfer_backend_cpu;
+        m->be_state = NULL;
+        if ((rc = m->ops->model_init(&m->cfg, &m->w, m->n_threads, &m->be_state, &m->dev_w,
+                                     &sub)) != TINFER_OK) {
+            tinfer_err_copy(NULL, &sub, rc);
+            tinfer_model_free(m);
+            return rc;
+        }
     }
     for (int64_t i = 0; i < tinfer_st_count(m->st); i++)
         m->n_params += tinfer_st_at(m->st, i)->n_elems;
@@ -118,7 +146,8 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
              : !strncmp(m->cfg.architecture, "Mistral", 7) ? "mistral"
                                                            : "llama",
              (int)m->cfg.n_layer, (int)m->cfg.n_embd, (int)m->cfg.n_head, (int)m->cfg.n_head_kv,
-             m->w.fused_dtype == TINFER_DTYPE_BF16 ? "bf16" : "f32", m->ops->name);
+             m->w.fused_dtype == TINFER_DTYPE_BF16 ? "bf16" : "f32",
+             m->ops->model_desc(m->be_state));
     *out = m;
     return TINFER_OK;
 }

@@ -25,3 +25,9 @@ set_tests_properties(smollm2_greedy PROPERTIES LABELS model TIMEOUT 600
 add_executable(perf_model ${TINFER_MODEL_TEST_DIR}/perf_model.c)
 target_include_directories(perf_model PRIVATE ${TINFER_INCLUDE_DIRS} ${PROJECT_SOURCE_DIR}/runtime)
 target_link_libraries(perf_model PRIVATE tinfer)
+
+# test_cuda_plan (label unit): the CUDA backend's memory plan, host arithmetic only.
+add_executable(test_cuda_plan ${TINFER_MODEL_TEST_DIR}/test_cuda_plan.c ${PROJECT_SOURCE_DIR}/models/cuda_plan.c)
+target_include_directories(test_cuda_plan PRIVATE ${TINFER_INCLUDE_DIRS})
+add_test(NAME cuda_plan COMMAND test_cuda_plan)
+set_tests_properties(cuda_plan PROPERTIES LABELS unit TIMEOUT 30)

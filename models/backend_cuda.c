@@ -1,0 +1,463 @@
+/*
+ * backend_cuda.c — the CUDA backend of backend.h: the Llama forward on one GPU through the
+ * project's own kernels (no cuBLAS): the GEMMs through gemm/bf16.h's dispatcher (decode GEMV or
+ * tensor-core GEMM chosen from M, the tokens of the step), everything else through ops/cuda.
+ *
+ * Types: weights, KV cache and GEMM inputs BF16; the residual stream, the logits and every
+ * accumulation F32. Per op (gemm/bf16.h and ops/cuda/ops_cuda.h have the kernels):
+ *   embed        F32 x from the BF16 table
+ *   rmsnorm      F32 x -> BF16 xb (the LM head's variant gathers the rows that want logits)
+ *   matmul       STORE: BF16 qkv / F32 logits; RESIDUAL: x += (F32, in the GEMM's epilogue);
+ *                SWIGLU: BF16 act = silu(gate) * up (epilogue of the fused gate|up GEMM)
+ *   rope_kv      RoPE of q and k in the BF16 qkv + the k / v rows into the BF16 cache
+ *   attention    sequences with one token: split-KV decode; the others: flash prefill tiles
+ *   logits       one device -> pinned host copy, then the only synchronisation of the step
+ * Memory: every byte is planned on the host first (models/cuda_plan.h) and checked against the
+ * device's free memory: weights at model_init, KV cache + activations + logits + metadata +
+ * workspace at ctx_init, one allocation each. A step allocates nothing, except when it asks for
+ * logits of more rows than any step before (the logits buffers grow then, once).
+ * One stream per context; weights are written once at load, so every GEMM says w_static (decode
+ * rungs may start streaming W before the previous kernel ends).
+ */
+#include "models/backend.h"
+#include "models/cuda_plan.h"
+
+#include "gemm/bf16.h"
+#include "gemm/cuda/device.h"
+#include "ops/cuda/ops_cuda.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cuda_model {
+    const tinfer_llama_config *cfg;
+    tinfer_device_info dev;
+    void *wmem; /* every weight, BF16, one allocation */
+    size_t wbytes;
+    tinfer_llama_weights w; /* device views of wmem */
+    float *inv_freq;        /* device F32 [head_dim / 2]: RoPE's inverse frequencies */
+    char desc[320];
+} cuda_model;
+
+typedef struct cuda_ctx {
+    const cuda_model *m;
+    tinfer_err err;
+    cudaStream_t stream;
+    int32_t n_seq, n_ctx, n_batch, n_logits;
+    tinfer_cuda_ctx_plan plan;
+    unsigned char *mem; /* the plan's device allocation */
+    float *logits;      /* device [n_logits, V] (may live outside mem once grown) */
+    float *h_logits;    /* pinned host [n_logits, V] */
+    bool logits_own;    /* logits was allocated apart from mem (after growing) */
+    int32_t *h_meta;    /* pinned host staging of the metadata block */
+    tinfer_op_cuda_kv kv;
+    /* this step */
+    const tinfer_batch_plan *bp;
+    int32_t n_tiles, n_dec, max_dec_len;
+} cuda_ctx;
+
+#define CUDA_OK(err, call, what)                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return tinfer_err_set((err),                                                           \
+                                  e_ == cudaErrorMemoryAllocation ? TINFER_ERR_OUT_OF_MEMORY       \
+                                                                  : TINFER_ERR_CUDA,               \
+                                  "%s: %s (%s)", what, cudaGetErrorString(e_), #call);             \
+    } while (0)
+
+/* ---------------------------------------------------------------------------------------- */
+/* model level: probe, plan, upload                                                         */
+
+/* Copies n elements of a host weight (BF16 or F32) into the device at dst as BF16, through the
+ * host staging buffer tmp (n elements). */
+static tinfer_status upload_bf16(uint16_t *dst, const tinfer_weight *src, size_t n, uint16_t *tmp,
+                                 tinfer_err *err) {
+    const uint16_t *from = src->data;
+    if (src->dtype == TINFER_DTYPE_F32) {
+        const float *f = src->data;
+        for (size_t i = 0; i < n; i++)
+            tmp[i] = tinfer_f32_to_bf16(f[i]);
+        from = tmp;
+    } else if (src->dtype != TINFER_DTYPE_BF16) {
+        return tinfer_err_set(err, TINFER_ERR_INTERNAL, "cuda backend: weight of dtype %s",
+                              tinfer_dtype_name(src->dtype));
+    }
+    CUDA_OK(err, cudaMemcpy(dst, from, n * 2, cudaMemcpyHostToDevice), "uploading the weights");
+    return TINFER_OK;
+}
+
+/* Places one tensor of n elements at the next aligned offset and uploads it. */
+static tinfer_status place(cuda_model *m, size_t *at, const tinfer_weight *src, size_t n,
+                           tinfer_weight *dst, uint16_t *tmp, tinfer_err *err) {
+    if (!src->data) { /* an absent bias */
+        *dst = (tinfer_weight){NULL, TINFER_DTYPE_BF16};
+        return TINFER_OK;
+    }
+    uint16_t *p = (uint16_t *)((unsigned char *)m->wmem + *at);
+    *at += (n * 2 + TINFER_CUDA_ALIGN - 1) / TINFER_CUDA_ALIGN * TINFER_CUDA_ALIGN;
+    if (*at > m->wbytes)
+        return tinfer_err_set(err, TINFER_ERR_INTERNAL, "cuda backend: weight plan overflow");
+    *dst = (tinfer_weight){p, TINFER_DTYPE_BF16};
+    return upload_bf16(p, src, n, tmp, err);
+}
+
+static void cuda_model_free(void *state) {
+    cuda_model *m = state;
+    if (!m) return;
+    cudaFree(m->wmem);
+    cudaFree(m->inv_freq);
+    free(m->w.layers);
+    free(m);
+}
+
+static tinfer_status cuda_model_init(const tinfer_llama_config *cfg, const tinfer_llama_weights *hw,
+                                     int32_t n_threads, void **state,
+                                     const tinfer_llama_weights **dev_w, tinfer_err *err) {
+    (void)n_threads;
+    const size_t E = (size_t)cfg->n_embd, Q = (size_t)cfg->n_head * (size_t)cfg->head_dim,
+                 KV = (size_t)cfg->n_head_kv * (size_t)cfg->head_dim, F = (size_t)cfg->n_ff,
+                 V = (size_t)cfg->n_vocab, QKV = Q + 2 * KV;
+    cuda_model *m = calloc(1, sizeof *m);
+    if (!m) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (cuda backend)");
+    uint16_t *tmp = NULL;
+    tinfer_status rc = tinfer_device_probe(0, &m->dev, err); /* no GPU: NO_DEVICE, said first */
+    if (rc != TINFER_OK) goto fail;
+    /* what the kernels take: 16-byte rows for the GEMMs (K % 8), head_dim 64 / 128 */
+    if (E % 8 || Q % 8 || F % 8 || (cfg->head_dim != 64 && cfg->head_dim != 128)) {
+        rc = tinfer_err_set(err, TINFER_ERR_UNSUPPORTED,
+                            "cuda backend: needs hidden, q and ffn sizes divisible by 8 and "
+                            "head_dim 64 or 128 (model: %zu, %zu, %zu, head_dim %d)",
+                            E, Q, F, (int)cfg->head_dim);
+        goto fail;
+    }
+    if (cudaSetDevice(0) != cudaSuccess) {
+        rc = tinfer_err_set(err, TINFER_ERR_CUDA, "cudaSetDevice(0) failed");
+        goto fail;
+    }
+    m->cfg = cfg;
+    const bool qkv_bias = hw->n_layer > 0 && hw->layers[0].bqkv.data,
+               o_bias = hw->n_layer > 0 && hw->layers[0].bo.data;
+    m->wbytes = tinfer_cuda_weight_bytes(cfg, qkv_bias, o_bias);
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    if (m->wbytes > free_b) {
+        rc = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
+                            "cuda backend: the weights need %zu bytes (BF16), %zu are free on %s",
+                            m->wbytes, free_b, m->dev.name);
+        goto fail;
+    }
+    if (cudaMalloc(&m->wmem, m->wbytes) != cudaSuccess) {
+        cudaGetLastError();
+        rc = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
+                            "cuda backend: cudaMalloc of %zu bytes for the weights failed",
+                            m->wbytes);
+        goto fail;
+    }
+    m->w.layers = calloc((size_t)cfg->n_layer, sizeof *m->w.layers);
+    size_t biggest = V * E > 2 * F * E ? V * E : 2 * F * E;
+    if (QKV * E > biggest) biggest = QKV * E;
+    tmp = malloc(biggest * 2);
+    if (!m->w.layers || !tmp) {
+        rc = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (weight staging)");
+        goto fail;
+    }
+    m->w.n_layer = cfg->n_layer;
+    m->w.fused_dtype = TINFER_DTYPE_BF16;
+    size_t at = 0;
+    if ((rc = place(m, &at, &hw->tok_embd, V * E, &m->w.tok_embd, tmp, err)) != TINFER_OK ||
+        (rc = place(m, &at, &hw->out_norm, E, &m->w.out_norm, tmp, err)) != TINFER_OK)
+        goto fail;
+    if (cfg->tie_word_embeddings)
+        m->w.lm_head = m->w.tok_embd;
+    else if ((rc = place(m, &at, &hw->lm_head, V * E, &m->w.lm_head, tmp, err)) != TINFER_OK)
+        goto fail;
+    for (int32_t l = 0; l < cfg->n_layer; l++) {
+        const tinfer_llama_layer *h = &hw->layers[l];
+        tinfer_llama_layer *d = &m->w.layers[l];
+        if ((rc = place(m, &at, &h->attn_norm, E, &d->attn_norm, tmp, err)) != TINFER_OK ||
+            (rc = place(m, &at, &h->wqkv, QKV * E, &d->wqkv, tmp, err)) != TINFER_OK ||
+            (rc = place(m, &at, &h->bqkv, QKV, &d->bqkv, tmp, err)) != TINFER_OK ||
+            (rc = place(m, &at, &h->wo, E * Q, &d->wo, tmp, err)) != TINFER_OK ||
+            (rc = place(m, &at, &h->bo, E, &d->bo, tmp, err)) != TINFER_OK ||
+            (rc = place(m, &at, &h->ffn_norm, E, &d->ffn_norm, tmp, err)) != TINFER_OK ||
+            (rc = place(m, &at, &h->wgu, 2 * F * E, &d->wgu, tmp, err)) != TINFER_OK ||
+            (rc = place(m, &at, &h->wdown, E * F, &d->wdown, tmp, err)) != TINFER_OK)
+            goto fail;
+    }
+    /* RoPE's inverse frequencies, as ops/ref/rope.c computes them (float exponent, double pow,
+     * one rounding) */
+    const int32_t half = cfg->head_dim / 2;
+    float inv[64]; /* head_dim <= 128 */
+    for (int32_t j = 0; j < half; j++) {
+        float e = (float)(2 * j) / (float)cfg->head_dim;
+        inv[j] = 1.0f / (float)pow((double)cfg->rope_theta, (double)e);
+    }
+    if (cudaMalloc((void **)&m->inv_freq, (size_t)half * sizeof(float)) != cudaSuccess ||
+        cudaMemcpy(m->inv_freq, inv, (size_t)half * sizeof(float), cudaMemcpyHostToDevice) !=
+            cudaSuccess) {
+        cudaGetLastError();
+        rc = tinfer_err_set(err, TINFER_ERR_CUDA, "cuda backend: RoPE table upload failed");
+        goto fail;
+    }
+    snprintf(m->desc, sizeof m->desc, "cuda %s (sm_%d%d, %d SMs), weights %.1f MB bf16",
+             m->dev.name, m->dev.cc_major, m->dev.cc_minor, m->dev.n_sm, m->wbytes / 1e6);
+    free(tmp);
+    *state = m;
+    *dev_w = &m->w;
+    return TINFER_OK;
+fail:
+    free(tmp);
+    cuda_model_free(m);
+    return rc;
+}
+
+static const char *cuda_model_desc(const void *state) { return ((const cuda_model *)state)->desc; }
+
+/* ---------------------------------------------------------------------------------------- */
+/* context level                                                                            */
+
+static void cuda_ctx_free(void *cs) {
+    cuda_ctx *c = cs;
+    if (!c) return;
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->logits_own) cudaFree(c->logits);
+    cudaFree(c->mem);
+    cudaFreeHost(c->h_logits);
+    cudaFreeHost(c->h_meta);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
+                                   int32_t n_threads, void **ctx_state, tinfer_err *err) {
+    (void)n_threads;
+    const cuda_model *m = model_state;
+    const tinfer_llama_config *cfg = m->cfg;
+    cuda_ctx *c = calloc(1, sizeof *c);
+    if (!c) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (context)");
+    c->m = m;
+    c->n_seq = n_seq;
+    c->n_ctx = n_ctx;
+    c->n_batch = n_batch;
+    c->n_logits = n_seq < n_batch ? n_seq : n_batch;
+    /* split-KV workspace: one query per sequence, the context cut into the decode's chunks */
+    const int32_t max_splits =
+        (n_ctx + TINFER_OP_CUDA_DECODE_MIN_CHUNK - 1) / TINFER_OP_CUDA_DECODE_MIN_CHUNK;
+    const size_t ws =
+        tinfer_op_cuda_attention_ws_bytes(n_seq, max_splits, cfg->n_head, cfg->head_dim);
+    tinfer_status rc = TINFER_OK;
+    if (!tinfer_cuda_ctx_plan_make(cfg, n_seq, n_ctx, n_batch, c->n_logits,
+                                   TINFER_OP_CUDA_ATTN_TILE, ws, &c->plan)) {
+        rc = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
+                            "cuda backend: a context of %d x %d tokens does not fit in size_t",
+                            (int)n_seq, (int)n_ctx);
+        goto fail;
+    }
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    const tinfer_cuda_ctx_plan *p = &c->plan;
+    if (p->total > free_b) {
+        rc = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
+                            "cuda backend: the context needs %zu bytes (KV cache %zu for %d x %d "
+                            "tokens, activations %zu, logits %zu, workspace %zu), %zu are free",
+                            p->total, p->kv_bytes, (int)n_seq, (int)n_ctx, p->act_bytes,
+                            p->logits_bytes, p->ws_bytes, free_b);
+        goto fail;
+    }
+    if (cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaMalloc((void **)&c->mem, p->total) != cudaSuccess ||
+        cudaMallocHost((void **)&c->h_logits, p->logits_bytes) != cudaSuccess ||
+        cudaMallocHost((void **)&c->h_meta, p->meta_bytes) != cudaSuccess) {
+        cudaGetLastError();
+        rc = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
+                            "cuda backend: allocating the context's %zu device bytes (+ %zu "
+                            "pinned host bytes) failed",
+                            p->total, p->logits_bytes + p->meta_bytes);
+        goto fail;
+    }
+    c->logits = (float *)(c->mem + p->logits);
+    c->kv = (tinfer_op_cuda_kv){(uint16_t *)(c->mem + p->k),
+                                (uint16_t *)(c->mem + p->v),
+                                n_seq,
+                                cfg->n_layer,
+                                n_ctx,
+                                cfg->n_head,
+                                cfg->n_head_kv,
+                                cfg->head_dim};
+    *ctx_state = c;
+    return TINFER_OK;
+fail:
+    cuda_ctx_free(c);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* one forward                                                                              */
+
+static int32_t *meta_dev(cuda_ctx *c, size_t off) {
+    return (int32_t *)(c->mem + c->plan.meta) + off;
+}
+
+static void *buf(cuda_ctx *c, tinfer_buf b) {
+    const tinfer_cuda_ctx_plan *p = &c->plan;
+    switch (b) {
+    case TINFER_BUF_X: return c->mem + p->x;
+    case TINFER_BUF_XB: return c->mem + p->xb;
+    case TINFER_BUF_QKV: return c->mem + p->qkv;
+    case TINFER_BUF_ATT: return c->mem + p->att;
+    case TINFER_BUF_ACT: return c->mem + p->act;
+    case TINFER_BUF_LOGITS: return c->logits;
+    default: return NULL;
+    }
+}
+
+static tinfer_status grow_logits(cuda_ctx *c, int32_t rows) {
+    const size_t bytes = (size_t)rows * (size_t)c->m->cfg->n_vocab * sizeof(float);
+    CUDA_OK(&c->err, cudaStreamSynchronize(c->stream), "growing the logits");
+    float *d = NULL, *h = NULL;
+    if (cudaMalloc((void **)&d, bytes) != cudaSuccess ||
+        cudaMallocHost((void **)&h, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(d);
+        return tinfer_err_set(&c->err, TINFER_ERR_OUT_OF_MEMORY,
+                              "cuda backend: %zu bytes for the logits of %d rows", bytes,
+                              (int)rows);
+    }
+    if (c->logits_own) cudaFree(c->logits);
+    cudaFreeHost(c->h_logits);
+    c->logits = d;
+    c->h_logits = h;
+    c->logits_own = true;
+    c->n_logits = rows;
+    return TINFER_OK;
+}
+
+static tinfer_status cuda_begin(void *cs, const tinfer_batch_plan *bp) {
+    cuda_ctx *c = cs;
+    const tinfer_cuda_ctx_plan *p = &c->plan;
+    c->bp = bp;
+    if (bp->n_out > c->n_logits) {
+        tinfer_status rc = grow_logits(c, bp->n_out);
+        if (rc != TINFER_OK) return rc;
+    }
+    /* the previous step's upload must have left the staging buffer: its logits call waited */
+    int32_t *h = c->h_meta;
+    const size_t n = (size_t)bp->n;
+    memcpy(h + p->m_tok, bp->tok, n * 4);
+    memcpy(h + p->m_pos, bp->pos, n * 4);
+    memcpy(h + p->m_seq, bp->seq, n * 4);
+    memcpy(h + p->m_out, bp->out_rows, (size_t)bp->n_out * 4);
+    tinfer_status rc = tinfer_op_cuda_attention_plan(
+        bp->seq, bp->pos, bp->n, h + p->m_tiles, p->max_tiles, &c->n_tiles, h + p->m_dec,
+        c->n_batch, &c->n_dec, &c->max_dec_len, &c->err);
+    if (rc != TINFER_OK) return rc;
+    /* one copy of the whole block (its unused tails too: a few KB, cheaper than four calls) */
+    CUDA_OK(&c->err,
+            cudaMemcpyAsync(meta_dev(c, 0), h, p->m_count * 4, cudaMemcpyHostToDevice, c->stream),
+            "uploading the batch");
+    return TINFER_OK;
+}
+
+static tinfer_status cuda_embed(void *cs, tinfer_buf out, const tinfer_weight *table) {
+    cuda_ctx *c = cs;
+    const tinfer_llama_config *cfg = c->m->cfg;
+    return tinfer_op_cuda_embed(buf(c, out), table->data, meta_dev(c, c->plan.m_tok), c->bp->n,
+                                cfg->n_embd, cfg->n_vocab, c->stream, &c->err);
+}
+
+static tinfer_status cuda_rmsnorm(void *cs, tinfer_buf out, tinfer_buf in, const tinfer_weight *w,
+                                  float eps, bool gather) {
+    cuda_ctx *c = cs;
+    return tinfer_op_cuda_rmsnorm(
+        buf(c, out), buf(c, in), w->data, gather ? meta_dev(c, c->plan.m_out) : NULL,
+        gather ? c->bp->n_out : c->bp->n, c->bp->n, c->m->cfg->n_embd, eps, c->stream, &c->err);
+}
+
+static tinfer_status cuda_matmul(void *cs, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
+                                 const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
+                                 bool rows_out) {
+    cuda_ctx *c = cs;
+    const int64_t M = rows_out ? c->bp->n_out : c->bp->n;
+    if (M == 0) return TINFER_OK;
+    const bool f32_out = y == TINFER_BUF_X || y == TINFER_BUF_LOGITS;
+    const int64_t N_out = epi == TINFER_EPI_SWIGLU ? N / 2 : N;
+    tinfer_gemm_bf16_args a;
+    memset(&a, 0, sizeof a);
+    a.M = M;
+    a.N = N;
+    a.K = K;
+    a.X = buf(c, x);
+    a.ldx = K;
+    a.W = w->data;
+    a.ldw = K;
+    a.bias = bias && bias->data ? bias->data : NULL;
+    a.Y = buf(c, y);
+    a.ldy = N_out;
+    a.y_dtype = f32_out ? TINFER_DTYPE_F32 : TINFER_DTYPE_BF16;
+    if (epi == TINFER_EPI_RESIDUAL) { /* in place: x += X·W^T */
+        a.R = a.Y;
+        a.ldr = N_out;
+    }
+    a.swiglu = epi == TINFER_EPI_SWIGLU;
+    a.w_static = 1; /* written once at load */
+    return tinfer_gemm_bf16(&a, TINFER_GEMM_BF16_PATH_AUTO, c->stream, &c->err);
+}
+
+static tinfer_status cuda_rope_kv(void *cs, int32_t layer) {
+    cuda_ctx *c = cs;
+    return tinfer_op_cuda_rope_kv(buf(c, TINFER_BUF_QKV), &c->kv, layer, c->m->inv_freq,
+                                  meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), c->bp->n,
+                                  c->stream, &c->err);
+}
+
+static tinfer_status cuda_attention(void *cs, int32_t layer) {
+    cuda_ctx *c = cs;
+    tinfer_status rc = TINFER_OK;
+    if (c->n_tiles > 0)
+        rc = tinfer_op_cuda_attention_prefill(buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV),
+                                              &c->kv, layer, meta_dev(c, c->plan.m_pos),
+                                              meta_dev(c, c->plan.m_tiles), c->n_tiles, c->stream,
+                                              &c->err);
+    if (rc == TINFER_OK && c->n_dec > 0)
+        rc = tinfer_op_cuda_attention_decode(
+            buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV), &c->kv, layer,
+            meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), meta_dev(c, c->plan.m_dec),
+            c->n_dec, c->max_dec_len, (float *)(c->mem + c->plan.ws), c->plan.ws_bytes, c->stream,
+            &c->err);
+    return rc;
+}
+
+static tinfer_status cuda_logits(void *cs, const float **host_logits) {
+    cuda_ctx *c = cs;
+    const size_t bytes = (size_t)c->bp->n_out * (size_t)c->m->cfg->n_vocab * sizeof(float);
+    if (bytes)
+        CUDA_OK(&c->err,
+                cudaMemcpyAsync(c->h_logits, c->logits, bytes, cudaMemcpyDeviceToHost, c->stream),
+                "downloading the logits");
+    CUDA_OK(&c->err, cudaStreamSynchronize(c->stream), "the step's kernels");
+    *host_logits = c->h_logits;
+    return TINFER_OK;
+}
+
+static const char *cuda_last_error(const void *cs) { return ((const cuda_ctx *)cs)->err.msg; }
+
+const tinfer_backend_ops tinfer_backend_cuda = {
+    .name = "cuda",
+    .model_init = cuda_model_init,
+    .model_free = cuda_model_free,
+    .model_desc = cuda_model_desc,
+    .ctx_init = cuda_ctx_init,
+    .ctx_free = cuda_ctx_free,
+    .begin = cuda_begin,
+    .embed = cuda_embed,
+    .rmsnorm = cuda_rmsnorm,
+    .matmul = cuda_matmul,
+    .rope_kv = cuda_rope_kv,
+    .attention = cuda_attention,
+    .logits = cuda_logits,
+    .last_error = cuda_last_error,
+};
