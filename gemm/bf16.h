@@ -270,7 +270,7 @@ typedef enum tinfer_gemm_bf16_path {
 /* Rung 06's consumer warpgroups (1 or 2; with 2, each computes every other k-block into its own
  * accumulators, 06_wgmma_tiny.cu): TINFER_GEMM_BF16_TINY_WG16 for the pick's 16-token tiles (a
  * slot per k-block), TINFER_GEMM_BF16_TINY_WG for its 32- and 64-token ones and for calls that
- * leave the warpgroups but not the tile to the pick; the switch TINFER_GEMM_TINY_WG overrides
+ * leave the warpgroups but not the tile to the pick; the knob --gemm-tiny-wg overrides
  * both. H200 session 16 call 1 (graph / stream us; the pick then: 16-token tiles, one warpgroup,
  * a K that fits split 3): two warpgroups unsplit, SmolLM2 QKV M = 16 / 32 / 64 / 128 2.19 / 2.45 /
  * 2.63 / 2.74 (3.06 / 3.01 / 3.07 / 3.30) against the pick's 2.37 / 2.68 / 2.76 / 2.88 (3.29 /

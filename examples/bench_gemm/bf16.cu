@@ -47,6 +47,7 @@
  */
 extern "C" { /* chart.h is a C header without C++ guards */
 #include "examples/bench_gemm/chart.h"
+#include "examples/bench_gemm/knobs.h"
 }
 #include "gemm/bf16.h"
 #include "gemm/tc/gemm_bf16_tc_internal.h" /* rung 02's fixed tile configs (prefill set) */
@@ -935,8 +936,7 @@ static void tybisect_set(void) {
         {"+poll1", 29},       {"+relnow", 61},       {"psleep", 64},       {"plate", 128},
         {"psleep plate", 192}, {"nomma psleep", 65}, {"nomma plate", 129}, {"round1", 256},
         {"nomma round1", 257}, {"round1 norel", 768}, {"nomma r1 norel", 769}};
-    const char *pdl = getenv("TINFER_GEMM_WGMMA_PDL");
-    printf("tybisect: PDL launch attribute %s\n", pdl && !strcmp(pdl, "0") ? "off" : "on");
+    printf("tybisect: PDL launch attribute %s\n", tinfer_gemm_knobs_get()->gemm_wgmma_pdl == 0 ? "off" : "on");
     for (const auto &t : ts) {
         trace_case tc = trace_case_new(t.M, t.N, t.K);
         tc.a.w_static = 1;
@@ -979,8 +979,12 @@ static void tybisect_set(void) {
 
 extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
     const char *set = "all", *json = NULL, *png = NULL;
+    tinfer_gemm_knobs knobs = tinfer_gemm_knobs_unset();
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "bf16")) continue;
+        const int kf = tinfer_bench_knob_flag(argc, argv, &i, &knobs);
+        if (kf < 0) return 2;
+        if (kf > 0) continue;
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--png") && i + 1 < argc) png = argv[++i];
         else if (!strcmp(argv[i], "--quick")) g_quick = true;
@@ -988,7 +992,8 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         else if (!strcmp(argv[i], "--w-static")) g_w_static = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
-            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny|tinybig|wide96|wide192|wg2|bulk|tmabw] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]]\n");
+            printf("usage: tinfer-bench-gemm bf16 [all|square|model|ladder|prefill|splitk|decode|wgmma|wsplit|skinny|tiny|tinybig|wide96|wide192|wg2|bulk|tmabw] [--json F] [--png PREFIX] [--quick] [--graph] [--w-static] [--only SHAPE:M[,...]] [knob flags]\n");
+            tinfer_bench_knobs_help(stdout);
             return 0;
         } else if (argv[i][0] != '-') set = argv[i];
         else {
@@ -1009,6 +1014,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
             return 2;
         }
     }
+    tinfer_gemm_knobs_set(&knobs);
     cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
         fprintf(stderr, "error: no CUDA device\n");

@@ -30,14 +30,6 @@ extern "C" int tinfer_cuda_sync_debug(void) {
     return cached;
 }
 
-/* An integer measurement switch of the GEMM rungs (device.h). */
-extern "C" int tinfer_gemv_env_int(const char *name, int dflt, int lo, int hi) {
-    const char *e = getenv(name);
-    if (!e || !*e) return dflt;
-    char *end = NULL;
-    const long v = strtol(e, &end, 10);
-    return (*end || v < lo || v > hi) ? -2 : (int)v;
-}
 /* Cached per device number below TINFER_FACTS_DEVICES; each slot is filled once and never
  * changes (a benign race: two threads store the same values; `have` is set after the facts). */
 #define TINFER_FACTS_DEVICES 64

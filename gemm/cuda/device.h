@@ -42,10 +42,6 @@ typedef struct tinfer_cuda_facts {
  * runtime cannot say; the error is cleared from the runtime. */
 tinfer_status tinfer_cuda_current_facts(tinfer_cuda_facts *f, tinfer_err *err);
 
-/* The environment variable name as an integer in [lo, hi]: dflt when unset or empty, -2 when it
- * holds anything else (the GEMM rungs' measurement switches, tc and decode). */
-int tinfer_gemv_env_int(const char *name, int dflt, int lo, int hi);
-
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,8 @@
  */
 #include "gemm/cuda/tma.h"
 
+#include "gemm/cuda/knobs.h"
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <stdlib.h>
@@ -45,16 +47,8 @@ static tinfer_status ws_encode_map(CUtensorMap *map, const uint16_t *base, int64
     return TINFER_OK;
 }
 
-/* Whether encoded maps are cached (on unless the measurement switch
- * TINFER_GEMM_WGMMA_MAPCACHE=0, read once). */
-static bool tma_map_cache_on(void) {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("TINFER_GEMM_WGMMA_MAPCACHE");
-        on = !(v && !strcmp(v, "0"));
-    }
-    return on != 0;
-}
+/* Whether encoded maps are cached (on unless the measurement knob gemm_wgmma_mapcache is 0). */
+static bool tma_map_cache_on(void) { return tinfer_gemm_knobs_get()->gemm_wgmma_mapcache != 0; }
 
 /* A map depends only on (address, rows, K, ld, box), so a per-thread cache of encoded maps is
  * always valid (a reused address with the same shape encodes to the same map) and keeps the host
@@ -63,7 +57,7 @@ static bool tma_map_cache_on(void) {
  * never re-encode (a 16-entry cache missed on every call of a model's layer sequence).
  * WS_MAP_SETS sets of WS_MAP_WAYS entries, round-robin within a set; allocated on a thread's
  * first call (45 KB), freed at thread exit; without memory the maps are simply not cached.
- * TINFER_GEMM_WGMMA_MAPCACHE=0 encodes every map on every call (for measurement). */
+ * Knob gemm_wgmma_mapcache 0 encodes every map on every call (for measurement). */
 #define WS_MAP_SETS 64
 #define WS_MAP_WAYS 4
 typedef struct ws_map_entry {

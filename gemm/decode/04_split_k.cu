@@ -16,7 +16,7 @@
  * Measured (H200, 2026-12-02, run 4): M=1 / M=8: QKV 6144x4096 19.5 / 19.8 us (61% of copy);
  * down 4096x14336 54.0 / 54.7 us (51%: 8 rows x 64 B per warp load streams badly, see 05);
  * LM head 49152x576 18.6 / 21.1 us (72% / 64%), the best rung there (dispatch uses it).
- * Programmatic dependent launch (sm_90, as rung 05; TINFER_GEMV_PDL, default on): the block reads
+ * Programmatic dependent launch (sm_90, as rung 05; --gemv-pdl, default on): the block reads
  * nothing before griddepcontrol.wait and lets the next grid launch once its loads are consumed,
  * so back to back the next call's blocks are resident while this one drains.
  */
@@ -134,7 +134,7 @@ static tinfer_status gemv04_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
         tinfer_cuda_facts d;
         if ((status = tinfer_cuda_current_facts(&d, err)) != TINFER_OK) return status;
         const int pdl = d.cc_major >= 9 ? tinfer_gemv_pdl_mode() : 0; /* griddepcontrol is sm_90 */
-        if (pdl < 0) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 04: TINFER_GEMV_PDL must be 0..4");
+        if (pdl < 0) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 04: knob gemv_pdl must be 0..4");
         cudaLaunchConfig_t cfg;
         cudaLaunchAttribute attr[1];
         memset(&cfg, 0, sizeof cfg);

@@ -55,18 +55,18 @@
  * Programmatic dependent launch (sm_90): the kernel is launched with programmatic stream
  * serialization, so its blocks can become resident while the previous kernel on the stream
  * finishes; before griddepcontrol.wait a block may only issue an L2 bulk prefetch of its first W
- * k-tiles (TINFER_GEMV05_PREFETCH; safe even if the previous kernel writes W: see the comment in
+ * k-tiles (--gemv05-prefetch; safe even if the previous kernel writes W: see the comment in
  * the kernel; off by default, measured slower); every read of X / W / bias / R and every write of
  * Y comes after the wait. griddepcontrol.launch_dependents runs after the main loop (default).
  * Measured (H200 sm_90a 132 SMs, driver 580.159.04, 2026-12-02; `.devcarry-dec/run.sh`: stream
  * timing, `tinfer-bench-gemm-bf16 decode` once per switch setting; % of the measured 4274 GB/s
  * copy; the Llama-3-8B rows through rung 05 (QKV, gate/up) and 06 (down, the dispatcher's pick)):
  *   run 2 (18:20 UTC), this code with the final defaults (PDL, launch_dependents after the loop,
- *   no prefetch: the run's TINFER_GEMV05_PREFETCH=0 row, made the default after it), us at M = 1 / 2 / 4 / 8 / 16: QKV 14.6 / 14.6 / 14.9 / 15.5 / 22.1 (80.7% at
+ *   no prefetch: the run's --gemv05-prefetch 0 row, made the default after it), us at M = 1 / 2 / 4 / 8 / 16: QKV 14.6 / 14.6 / 14.9 / 15.5 / 22.1 (80.7% at
  *   M = 1; cuBLAS 17.2), gate/up 57.5 / 57.6 / 58.1 / 60.5 / 79.7 (95.8%; cuBLAS 57.4-62.5),
  *   down (06) 31.2 / 31.5 / 31.8 / 32.8 / 43.1 (88.3%; cuBLAS 32.3). M = 8 over M = 1: +5.7%,
  *   +5.1%, +5.0% (was +11..15%); M = 16: +38..51% (3 stages of 16 rows, not improved).
- *   The same without PDL (TINFER_GEMV_PDL=0): QKV 16.3 / 16.9 at M = 1 / 8, gate/up 59.2 / 61.7,
+ *   The same without PDL (--gemv-pdl 0): QKV 16.3 / 16.9 at M = 1 / 8, gate/up 59.2 / 61.7,
  *   down (06) 33.0 / 34.4: PDL saves 1.2-1.8 us per launch back to back.
  *   Occupancy (cudaOccupancyMaxActiveBlocksPerMultiprocessor, test-gemv-pdl): 4 blocks/SM at
  *   every M <= 16 (51 / 54 / 47.5 / 50 / 55 / 48 / 48 KB at xr = 1 / 2 / 3 / 4 / 6 / 8 / 16);
@@ -78,7 +78,7 @@
  *   run 4 (down 05 M = 1: 45.8 vs 35.0 us; not investigated: candidates are the max-shared
  *   carveout, which leaves L1 28 KB for its __ldg of a 28 KB X row, and the 64-register cap);
  *   it now runs only for SwiGLU (gate/up + SwiGLU 64.3 / 79.7 us at M = 1 / 8, X not staged:
- *   still +24%) or when forced by TINFER_GEMV05_XSTAGE.
+ *   still +24%) or when forced by --gemv05-xstage.
  *   Where launch_dependents sits (run 1 and 2): at the start, rung 05 got slower (run 2: QKV
  *   17.4 vs 14.6, down (05) 41.0 vs 30.9): the next grid's blocks take the SM slots the running
  *   one leaves, wherever they are; after the last loads (mode 4): QKV 15.8 / 17.1 at M = 1 / 8
@@ -107,26 +107,27 @@
  * still reach: the bench's "read_early" (every read before the wait) moves QKV's 50 MB in 10.9-11.2
  * us, 105-108% of the copy rate, against 13.6-13.8 (86-87%) for the read that waits; the GEMV must
  * wait for its X, and a block holds only its first S - 1 k-tiles (56 of 128 KB) before it. An L2
- * prefetch of the rest before the wait (TINFER_GEMV05_PREFETCH=4 / 9) made it slower: 15.2 / 17.4.
- * Debug / measurement switches (environment, read once per process; a bad value makes the call
- * fail with TINFER_ERR_INVALID_ARG):
- *   TINFER_GEMV_PDL=0..4      0: plain launches; 1..4: PDL with launch_dependents 1: at the
+ * prefetch of the rest before the wait (--gemv05-prefetch 4 / 9) made it slower: 15.2 / 17.4.
+ * Measurement knobs (gemm/cuda/knobs.h, read on every call; tinfer-bench-gemm sets them from the
+ * flags named here; a bad value makes the call fail with TINFER_ERR_INVALID_ARG):
+ *   --gemv-pdl 0..4           0: plain launches; 1..4: PDL with launch_dependents 1: at the
  *                             start, 2 (default, G05_PDL_DEFAULT): after the main loop, 3: never
  *                             (it happens at block exit), 4: once the last k-tile's loads are issued.
- *   TINFER_GEMV05_PREFETCH=n  W k-tiles per row prefetched into L2 before the wait (default 0:
+ *   --gemv05-prefetch n       W k-tiles per row prefetched into L2 before the wait (default 0:
  *                             measured slower, G05_PREFETCH_DEFAULT); with the early stream, the
  *                             n k-tiles after those it loads into shared memory.
- *   TINFER_GEMV05_XSTAGE=0|1|2  0: never stage X; 1: stage from M = 1; 2: from M = 2 (the
+ *   --gemv05-xstage 0|1|2     0: never stage X; 1: stage from M = 1; 2: from M = 2 (the
  *                             previous choice). Unset: G05_XSTAGE_MIN_M.
- *   TINFER_GEMV05_STAGES=3..8 force the X-staged kernel's stage count (unset: the rule above).
- *   TINFER_GEMV05_BPS=3|4     blocks per SM the X-staged kernel's stages are sized for (unset:
+ *   --gemv05-stages 3..8      force the X-staged kernel's stage count (unset: the rule above).
+ *   --gemv05-bps 3|4          blocks per SM the X-staged kernel's stages are sized for (unset:
  *                             g05_auto_bps).
- *   TINFER_GEMV06_SPLIT=2|4   rung 06's cluster size (default 2, G06_SPLIT_DEFAULT).
- *   TINFER_GEMV_EARLY_W=0..2  W loads before griddepcontrol.wait for w_static calls: 0 never,
+ *   --gemv06-split 2|4        rung 06's cluster size (default 2, G06_SPLIT_DEFAULT).
+ *   --gemv-early-w 0..2       W loads before griddepcontrol.wait for w_static calls: 0 never,
  *                             1 (default) by the fill rule above, 2 at any grid size (tests).
  */
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
+#include "gemm/cuda/knobs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -144,15 +145,15 @@
  * occupancy (48 KB of stages -> 4 blocks in the H200's 228 KB per SM), at which it streamed
  * 90% of the copy rate on gate/up (gemm/decode/README.md, "The ladder"). */
 #define G05_BLOCKS_PER_SM 4
-/* Default of TINFER_GEMV_PDL: launch_dependents after the main loop. Measured against the other
+/* Default of --gemv-pdl: launch_dependents after the main loop. Measured against the other
  * places (file comment, run 1): at the start it made rung 05 slower (QKV 18.0 vs 15.5 us, down
  * 38.8 vs 29.3): the next grid's blocks take SM slots wherever the current one leaves them. */
 #define G05_PDL_DEFAULT 2
-/* Default of TINFER_GEMV05_PREFETCH (W k-tiles per row prefetched into L2 before the PDL wait):
+/* Default of --gemv05-prefetch (W k-tiles per row prefetched into L2 before the PDL wait):
  * none. Prefetching the first S - 1 k-tiles made every shape slower in run 2 (file comment:
  * QKV 15.9 vs 14.6 us, gate/up 59.3 vs 57.5 at M = 1), 16 k-tiles more so (20.1 / 74.3 us). */
 #define G05_PREFETCH_DEFAULT 0
-/* Default of TINFER_GEMV06_SPLIT: rung 06's cluster size (blocks sharing one 16-column tile's K). */
+/* Default of --gemv06-split: rung 06's cluster size (blocks sharing one 16-column tile's K). */
 #define G06_SPLIT_DEFAULT 2
 /* args.w_static: W loads before the PDL wait only for grids of at least this share of the
  * resident block slots (H200 session 6 run 6, stream timing, M = 1, w_static with
@@ -163,7 +164,7 @@
 #define G05_EARLY_MIN_FILL_PCT 90
 /* The most stages of the X-staged kernel (at 3 blocks per SM: 8 x 8.5 KB at M = 1) */
 #define G05_MAX_STAGES 8
-/* Default of TINFER_GEMV05_XSTAGE: stage X from this many tokens up. */
+/* Default of --gemv05-xstage: stage X from this many tokens up. */
 #define G05_XSTAGE_MIN_M 1
 
 using tdec::cp_async16;
@@ -360,26 +361,24 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
 typedef struct g05_switches {
     int pdl, pdl_set, xstage_min_m, stages, prefetch, split, early_w, bps;
 } g05_switches;
-static const g05_switches *g05_get_switches(void) {
-    static g05_switches sw;
-    static int done = 0;
-    if (!done) { /* a benign race: every thread computes the same values */
-        sw.pdl = tinfer_gemv_env_int("TINFER_GEMV_PDL", G05_PDL_DEFAULT, 0, 4);
-        sw.prefetch = tinfer_gemv_env_int("TINFER_GEMV05_PREFETCH", G05_PREFETCH_DEFAULT, 0, 4096);
-        const int xs = tinfer_gemv_env_int("TINFER_GEMV05_XSTAGE", -1, 0, 2);
-        sw.xstage_min_m = xs == -1 ? G05_XSTAGE_MIN_M : xs == 0 ? 0x7fffffff : xs == -2 ? -2 : xs;
-        sw.stages = tinfer_gemv_env_int("TINFER_GEMV05_STAGES", 0, 3, G05_MAX_STAGES); /* 0: auto */
-        sw.bps = tinfer_gemv_env_int("TINFER_GEMV05_BPS", 0, 3, G05_BLOCKS_PER_SM);   /* 0: auto */
-        sw.split = tinfer_gemv_env_int("TINFER_GEMV06_SPLIT", G06_SPLIT_DEFAULT, 2, 4);
-        if (sw.split == 3) sw.split = -2;
-        sw.early_w = tinfer_gemv_env_int("TINFER_GEMV_EARLY_W", 1, 0, 2);
-        sw.pdl_set = getenv("TINFER_GEMV_PDL") && *getenv("TINFER_GEMV_PDL");
-        done = 1;
-    }
-    return &sw;
+/* The knobs of rungs 05 / 06 (gemm/cuda/knobs.h), read on every call: -2 where one is out of range. */
+static g05_switches g05_get_switches(void) {
+    const tinfer_gemm_knobs *k = tinfer_gemm_knobs_get();
+    g05_switches sw;
+    sw.pdl = tinfer_knob_int(k->gemv_pdl, G05_PDL_DEFAULT, 0, 4);
+    sw.prefetch = tinfer_knob_int(k->gemv05_prefetch, G05_PREFETCH_DEFAULT, 0, 4096);
+    const int xs = tinfer_knob_int(k->gemv05_xstage, -1, 0, 2);
+    sw.xstage_min_m = xs == -1 ? G05_XSTAGE_MIN_M : xs == 0 ? 0x7fffffff : xs == -2 ? -2 : xs;
+    sw.stages = tinfer_knob_int(k->gemv05_stages, 0, 3, G05_MAX_STAGES); /* 0: auto */
+    sw.bps = tinfer_knob_int(k->gemv05_bps, 0, 3, G05_BLOCKS_PER_SM);    /* 0: auto */
+    sw.split = tinfer_knob_int(k->gemv06_split, G06_SPLIT_DEFAULT, 2, 4);
+    if (sw.split == 3) sw.split = -2;
+    sw.early_w = tinfer_knob_int(k->gemv_early_w, 1, 0, 2);
+    sw.pdl_set = k->gemv_pdl != TINFER_KNOB_UNSET;
+    return sw;
 }
 
-int tinfer_gemv_pdl_mode(void) { return g05_get_switches()->pdl; }
+int tinfer_gemv_pdl_mode(void) { return g05_get_switches().pdl; }
 
 /* Stages of the X-staged kernel with xr token rows: the most (up to G05_MAX_STAGES, at least 3)
  * that keep bps blocks on an SM (each block also costs the runtime's reserved shared memory).
@@ -391,7 +390,7 @@ static int g05_auto_stages(const tinfer_cuda_facts *d, int xr, int bps) {
 }
 
 /* Blocks per SM the X-staged kernel is sized for. G05_BLOCKS_PER_SM, except for a w_static call
- * that will take the early weight stream (PDL on, TINFER_GEMV_EARLY_W not 0) whose grid fills too
+ * that will take the early weight stream (PDL on, --gemv-early-w not 0) whose grid fills too
  * few of those slots: then G05_BLOCKS_PER_SM - 1 (more stages each), if the grid fills that many
  * (Llama QKV: 384 blocks are 73% of 4 x 132 slots and 97% of 3 x 132). */
 static int g05_auto_bps(const tinfer_gemm_bf16_args *a, const tinfer_cuda_facts *d, int ks, int pdl, const g05_switches *sw) {
@@ -459,23 +458,23 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
         }
         /* W read before the PDL wait (args.w_static): where the grid fills the SMs' resident
          * slots (G05_EARLY_MIN_FILL_PCT), and there with launch_dependents at the start (unless
-         * TINFER_GEMV_PDL chose the place), so the next grid's blocks start their W loads while
-         * this one drains. TINFER_GEMV_EARLY_W=0: never; 2: at any grid size (tests). */
-        const g05_switches *sw = g05_get_switches();
+         * --gemv-pdl chose the place), so the next grid's blocks start their W loads while
+         * this one drains. --gemv-early-w 0: never; 2: at any grid size (tests). */
+        const g05_switches sw = g05_get_switches();
         const int xi = XSTAGE && !SWI ? xr : 0;
         if (pdl && a->w_static && !occ_xr[xi])
             TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_xr[xi], gemv05_kernel<NT, SWI, KS, XSTAGE, S>,
                                                                                 G05_WARPS * 32, (size_t)smem));
         const int64_t blocks = (int64_t)grid.x * grid.y * grid.z, slots = (int64_t)occ_xr[xi] * d_sm;
-        const bool early = pdl && a->w_static && sw->early_w &&
-                           (sw->early_w == 2 || blocks * 100 >= (int64_t)G05_EARLY_MIN_FILL_PCT * slots);
-        if (early && !sw->pdl_set) pdl = 1;
+        const bool early = pdl && a->w_static && sw.early_w &&
+                           (sw.early_w == 2 || blocks * 100 >= (int64_t)G05_EARLY_MIN_FILL_PCT * slots);
+        if (early && !sw.pdl_set) pdl = 1;
         if (pdl) {
             attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
             attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
             cfg.numAttrs++;
         }
-        const int pf = g05_get_switches()->prefetch;
+        const int pf = sw.prefetch;
         TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv05_kernel<NT, SWI, KS, XSTAGE, S>, *a, xr, pdl, pf, early ? 1 : 0));
         TINFER_CUDA_LAUNCH_CHECK(err, "gemv05_kernel");
     }
@@ -499,7 +498,7 @@ static tinfer_status gemv05_staged(const tinfer_gemm_bf16_args *a, cudaStream_t 
 /* Rungs 05 (KS = 1) and 06 (KS = 2): picks the instantiation for this M and launches it. */
 template <int KS>
 static tinfer_status gemv05_run(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_gemv05_info *info, tinfer_err *err) {
-    const g05_switches *sw = g05_get_switches();
+    const g05_switches sws = g05_get_switches(), *sw = &sws;
     tinfer_cuda_facts d;
     tinfer_status st = tinfer_cuda_current_facts(&d, err);
     if (st != TINFER_OK) return st;
@@ -507,9 +506,9 @@ static tinfer_status gemv05_run(const tinfer_gemm_bf16_args *a, cudaStream_t s, 
     if (sw->pdl == -2 || sw->xstage_min_m == -2 || sw->stages == -2 || sw->prefetch == -2 || sw->split == -2 || sw->early_w == -2 ||
         sw->bps == -2)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
-                              "gemv_bf16 05: TINFER_GEMV_PDL must be 0..4, TINFER_GEMV05_XSTAGE 0..2, "
-                              "TINFER_GEMV05_STAGES 3..8, TINFER_GEMV05_PREFETCH 0..4096, TINFER_GEMV06_SPLIT 2 or 4, "
-                              "TINFER_GEMV_EARLY_W 0..2, TINFER_GEMV05_BPS 3..4");
+                              "gemv_bf16 05: knob gemv_pdl must be 0..4, gemv05_xstage 0..2, "
+                              "gemv05_stages 3..8, gemv05_prefetch 0..4096, gemv06_split 2 or 4, "
+                              "gemv_early_w 0..2, gemv05_bps 3..4");
     if (KS > 1 && d.cc_major < 9)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", d.cc_major);
     const int pdl = d.cc_major >= 9 ? sw->pdl : 0; /* griddepcontrol is sm_90 */
@@ -531,7 +530,7 @@ tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStre
 }
 
 tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
-    return g05_get_switches()->split == 4 ? gemv05_run<4>(a, s, NULL, err) : gemv05_run<2>(a, s, NULL, err);
+    return g05_get_switches().split == 4 ? gemv05_run<4>(a, s, NULL, err) : gemv05_run<2>(a, s, NULL, err);
 }
 
 tinfer_status tinfer_gemv05_config(int64_t M, int32_t swiglu, int32_t cluster, tinfer_gemv05_info *info, tinfer_err *err) {

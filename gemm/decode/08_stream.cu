@@ -197,7 +197,7 @@ static tinfer_status gemv08_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
     }
     {
         const int pdl_mode = d.cc_major >= 9 ? tinfer_gemv_pdl_mode() : 0; /* griddepcontrol is sm_90 */
-        if (pdl_mode < 0) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 08: TINFER_GEMV_PDL must be 0..4");
+        if (pdl_mode < 0) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 08: knob gemv_pdl must be 0..4");
         const bool early = pdl_mode && a->w_static;
         /* early: launch_dependents at the start (the next call's blocks start their weights as
          * this grid's blocks leave); else rung 04's places (1: start, otherwise after the loop) */

@@ -9,7 +9,7 @@
  * SMs blocks (47 for QKV's 6144), so X is 8 rows per 47. The first aim was different: blocks of
  * half an SM, so that two grids share every SM and the next call's weight (args.w_static) is read
  * while this one runs, as the session-14 read probes suggested (`coresident`,
- * TINFER_GEMV09_CORESIDENT=1). That lost on QKV (below); the deep ring of one block per SM is the
+ * --gemv09-coresident 1). That lost on QKV (below); the deep ring of one block per SM is the
  * default.
  *
  * A stage is a k-tile of 256 columns: for each of its four 64-column chunks one TMA box of the
@@ -53,6 +53,7 @@
 #include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
+#include "gemm/cuda/knobs.h"
 #include "gemm/cuda/ptx.cuh"
 #include "gemm/cuda/sm90.cuh"
 #include "gemm/cuda/tma.h"
@@ -325,7 +326,7 @@ tinfer_status tinfer_gemv_bf16_bulk_cfg(const tinfer_gemm_bf16_args *a, const ti
     const int pdl_mode = tinfer_gemv_pdl_mode();
     if (pdl_mode == -2)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
-                              "gemv_bf16 09: TINFER_GEMV_PDL must be 0..4");
+                              "gemv_bf16 09: knob gemv_pdl must be 0..4");
     const int64_t nout = tinfer_gemm_bf16_nout(*a), parts = a->swiglu ? 2 : 1;
     if ((a->M + G09_NT - 1) / G09_NT > 65535)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 09: M=%lld too large",
@@ -384,29 +385,23 @@ tinfer_status tinfer_gemv_bf16_bulk_cfg(const tinfer_gemm_bf16_args *a, const ti
     }
 }
 
-/* Measurement switches (environment, read once; a bad value fails the call with
- * TINFER_ERR_INVALID_ARG): TINFER_GEMV09_BPS=1|2 blocks per SM per grid, TINFER_GEMV09_STAGES
- * (2..16, 0 auto), TINFER_GEMV09_EARLY=0 (no W before the wait), TINFER_GEMV09_CORESIDENT=1
+/* Measurement knobs (gemm/cuda/knobs.h, read on every call; a bad value fails the call with
+ * TINFER_ERR_INVALID_ARG): --gemv09-bps 1|2 blocks per SM per grid, --gemv09-stages
+ * (2..16, 0 auto), --gemv09-early 0 (no W before the wait), --gemv09-coresident 1
  * (auto stages sized for two grids per SM). */
 tinfer_status tinfer_gemv_bf16_bulk(const tinfer_gemm_bf16_args *a, cudaStream_t s,
                                     tinfer_err *err) {
-    static tinfer_gemv09_cfg c;
-    static int done = 0;
-    if (!done) { /* read once; a benign race: every thread computes the same values */
-        c.blocks_per_sm =
-            tinfer_gemv_env_int("TINFER_GEMV09_BPS", tinfer_gemv09_default.blocks_per_sm, 1, 2);
-        c.stages = tinfer_gemv_env_int("TINFER_GEMV09_STAGES", tinfer_gemv09_default.stages, 0,
-                                       G09_MAX_STAGES);
-        if (c.stages == 1) c.stages = -2;
-        c.early = tinfer_gemv_env_int("TINFER_GEMV09_EARLY", tinfer_gemv09_default.early, 0, 1);
-        c.coresident =
-            tinfer_gemv_env_int("TINFER_GEMV09_CORESIDENT", tinfer_gemv09_default.coresident, 0, 1);
-        done = 1;
-    }
+    const tinfer_gemm_knobs *k = tinfer_gemm_knobs_get();
+    tinfer_gemv09_cfg c;
+    c.blocks_per_sm = tinfer_knob_int(k->gemv09_bps, tinfer_gemv09_default.blocks_per_sm, 1, 2);
+    c.stages = tinfer_knob_int(k->gemv09_stages, tinfer_gemv09_default.stages, 0, G09_MAX_STAGES);
+    if (c.stages == 1) c.stages = -2;
+    c.early = tinfer_knob_int(k->gemv09_early, tinfer_gemv09_default.early, 0, 1);
+    c.coresident = tinfer_knob_int(k->gemv09_coresident, tinfer_gemv09_default.coresident, 0, 1);
     if (c.blocks_per_sm == -2 || c.stages == -2 || c.early == -2 || c.coresident == -2)
         return tinfer_err_set(
             err, TINFER_ERR_INVALID_ARG,
-            "gemv_bf16 09: TINFER_GEMV09_BPS must be 1..2, TINFER_GEMV09_STAGES 0 or 2..16, "
-            "TINFER_GEMV09_EARLY and TINFER_GEMV09_CORESIDENT 0..1");
+            "gemv_bf16 09: knob gemv09_bps must be 1..2, gemv09_stages 0 or 2..16, "
+            "gemv09_early and gemv09_coresident 0..1");
     return tinfer_gemv_bf16_bulk_cfg(a, &c, s, err);
 }

@@ -30,16 +30,16 @@ tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStrea
 /* Rung 08 (08_stream.cu); runs rung 04 for SwiGLU and for K > 1024. */
 tinfer_status tinfer_gemv_bf16_stream(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
 
-/* The TINFER_GEMV_PDL mode every PDL-capable GEMV launcher uses (05_cp_async.cu, read once):
+/* The PDL mode (knob gemv_pdl, --gemv-pdl) every PDL-capable GEMV launcher uses (05_cp_async.cu):
  * 0 plain launches, 1 launch_dependents at the start, 2 (default) after the main loop, 3 never
  * (at exit), 4 once the last loads are issued (rung 05; rung 04 treats 3 and 4 as 2); -2: the
- * variable holds a value that is not understood (the launcher fails the call). */
+ * knob holds a value outside 0..4 (the launcher fails the call). */
 int tinfer_gemv_pdl_mode(void);
 
 /* Rungs 05/06's launch choice for M tokens (05_cp_async.cu): stages of the cp.async pipeline,
  * token rows of X staged per stage (0: X read from global memory), tokens per pass, dynamic
  * shared memory per block, blocks per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor,
- * and the PDL mode (0 off; 1..3 where launch_dependents sits, see TINFER_GEMV_PDL). */
+ * and the PDL mode (0 off; 1..3 where launch_dependents sits, see --gemv-pdl). */
 typedef struct tinfer_gemv05_info {
     int32_t stages, x_rows, tokens_per_pass, smem_bytes, blocks_per_sm, pdl;
 } tinfer_gemv05_info;
@@ -68,7 +68,7 @@ tinfer_status tinfer_gemv_bf16_persistent_cfg(const tinfer_gemm_bf16_args *a, co
                                               cudaStream_t s, tinfer_err *err);
 
 /* Rung 09's launch configuration (09_bulk.cu; the dispatcher and tinfer_gemv_bf16 use
- * tinfer_gemv09_default, adjusted by TINFER_GEMV09_BPS / _STAGES / _EARLY / _CORESIDENT):
+ * tinfer_gemv09_default, adjusted by the knobs gemv09_bps / _stages / _early / _coresident):
  * blocks_per_sm: 1 or 2 blocks per SM per grid; stages: 2..16, 0 auto (the most that fit);
  * early: 1 issues the W of the first stages before the PDL wait for args.w_static calls;
  * coresident: 1 sizes the auto stages so that two grids fit an SM, 0 so that one does. */

@@ -79,12 +79,12 @@
  *    M = 32..128: 126-129 us vs cuBLAS 34-38) stay latency-bound: 128 CTAs of 4 warps each walk
  *    448 k-tiles in series; that is where split-K (not done) is needed.
  * Programmatic dependent launch (rungs 02 / 04 on sm_90, by rung 03's rule: K <= 2048 or
- * TINFER_GEMM_WGMMA_PDL): the blocks wait (griddepcontrol.wait) before any global access and let
+ * --gemm-wgmma-pdl): the blocks wait (griddepcontrol.wait) before any global access and let
  * the next kernel launch at once. H200, session 7 run 5, the dispatcher on SmolLM2 shapes, PDL off
  * -> on, graph / stream timing, us: QKV M = 64 4.40 -> 4.05 / 5.89 -> 4.69, M = 128 5.36 -> 5.02 /
  * 6.89 -> 5.62; O M = 64 4.18 -> 3.83 / 5.43 -> 4.48; gate/up M = 64 6.03 -> 5.58 / 7.34 -> 5.83;
  * down M = 64 5.25 -> 4.92 / 6.76 -> 5.47, M = 128 6.28 -> 5.84 / 7.85 -> 6.49.
- * Early weight loads (args.w_static, PDL on; TINFER_GEMM_EARLY_W=0 turns them off): the W part of
+ * Early weight loads (args.w_static, PDL on; --gemm-early-w 0 turns them off): the W part of
  * the first MS_STAGES - 1 stages is issued before griddepcontrol.wait and joins the first
  * cp.async group; X and everything else wait. These blocks are small enough to sit on an SM next
  * to the previous kernel's, so the weight stream really starts early. H200 session 8 runs 1-2,

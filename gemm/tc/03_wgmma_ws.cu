@@ -59,7 +59,7 @@
  *    QKV at 512: 128 tiles where 256 gives 96 CTAs to 132 SMs). Built in session 19 without a
  *    GPU: forced only (cfg 192) until measured, then a candidate of the width rule
  *    (TINFER_GEMM_BF16_WGMMA_192). ptxas: 168 registers, no spills, as the other widths.
- *  - X multicast (MC instantiation, cfg TINFER_GEMM_BF16_WGMMA_CFG_72MC or TINFER_GEMM_WGMMA_MC=1
+ *  - X multicast (MC instantiation, cfg TINFER_GEMM_BF16_WGMMA_CFG_72MC or --gemm-wgmma-mc 1
  *    for the picked 72-wide tiles): clusters of 2 CTAs walk pairs of tiles (tm, 2p) and (tm, 2p + 1)
  *    that need the same X tile; each loads its 64-row half once with a multicast TMA into both
  *    CTAs' stages, each consumer releases a stage on its own and on the peer's empty barrier
@@ -91,7 +91,7 @@
  * Llama-3-8B down + residual M = 2048 401 -> 336 us (plain stores: 9.0 and 303; H200 runs A/B,
  * gemm/tc/README.md).
  * Whole-line stores (H200, 2026-12-02 18:45 UTC, `tinfer-bench-gemm bf16 wgmma`, stream timing, %
- * of the faster of cuBLAS / cublasLt; before = register-direct stores, TINFER_GEMM_WGMMA_EPI=regs,
+ * of the faster of cuBLAS / cublasLt; before = register-direct stores, --gemm-wgmma-epi regs,
  * 18:40 UTC): 8192^3 1397 us = 787 TFLOP/s = 101.4% (was 96.1%), 4096^3 180 us = 99.9% (91.0%),
  * SmolLM2 LM head M = 2048 187 vs 266-275 us (95.8%, was 64%), M = 512 50 vs 75 us (98.6%),
  * Llama-3-8B at M = 2048 QKV / gate-up / down 100.1 / 99.9 / 100.7% (91.6 / 92.3 / 97.2%), SmolLM2
@@ -109,6 +109,7 @@
 #include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
+#include "gemm/cuda/knobs.h"
 #include "gemm/cuda/ptx.cuh"
 #include "gemm/cuda/sm90.cuh"
 #include "gemm/cuda/tma.h"
@@ -483,7 +484,7 @@ static __device__ __forceinline__ void ws_store_slab(const float (&d)[BN / 2], c
  * The 128 x 256 tile gives a stage to the 64 KB buffer (3 instead of 4) and the CTA waits for its
  * last stores before it leaves; what the overlap saves is 1-2% where tiles are many. So the
  * epilogue was not what kept the LM head at M = 2048 behind cuBLAS, and this path is opt-in
- * (TINFER_GEMM_WGMMA_EPI=tma), tested, not the default. */
+ * (--gemm-wgmma-epi tma), tested, not the default. */
 template <int BN, int EPI>
 static __device__ __forceinline__ void ws_store_tma(const float (&d)[BN / 2], const WsEpi &e, uint8_t *obuf,
                                                     const CUtensorMap *map_y, int32_t row_slab, int32_t col0, int c,
@@ -756,7 +757,7 @@ static __global__ void __launch_bounds__(384, 1)
              * (deterministic) before its epilogue. WS_F_ASYNCRED (default): the pushes are st.async
              * stores that count their bytes on the owner's barrier redb[o], whose owner warp
              * arrives with the (ksplit - 1) x NACC x 128 bytes it expects and waits; else (the
-             * previous version, TINFER_GEMM_WGMMA_SPLITRED=barrier) posted DSMEM stores and a
+             * previous version, --gemm-wgmma-splitred barrier) posted DSMEM stores and a
              * second cluster barrier (release / acquire), whose release waits for every store of
              * every rank (MEMBAR.ALL.GPU behind the pushes in the profile). Pushing costs no round
              * trip per peer: pulling (the first version) had the owner warp wait for one DSMEM
@@ -872,27 +873,24 @@ static __global__ void __launch_bounds__(384, 1)
 #endif
 }
 
-/* Measurement switches (environment, read once each; documented in README). WS_SW_LINES (on
- * unless TINFER_GEMM_WGMMA_EPI=regs): whole-line stores of BF16 tiles, else register-direct
- * stores; WS_SW_TMA (off unless TINFER_GEMM_WGMMA_EPI=tma): the TMA-store epilogue where it
- * applies (see ws_store_tma: measured no better overall, so not the default); WS_SW_MAPCACHE (on
- * unless TINFER_GEMM_WGMMA_MAPCACHE=0): cached tensor maps, else every map encoded on every call;
- * WS_SW_ASYNCRED (on unless TINFER_GEMM_WGMMA_SPLITRED=barrier): split-K partial sums by st.async
- * onto the owner's mbarrier, else DSMEM stores and a second cluster barrier; WS_SW_MC (off unless
- * TINFER_GEMM_WGMMA_MC=1): the picked 128 x 72 tiles multicast X over clusters of 2. */
+/* Measurement knobs (gemm/cuda/knobs.h, read on every call). WS_SW_LINES (on unless
+ * gemm_wgmma_epi is regs): whole-line stores of BF16 tiles, else register-direct stores; WS_SW_TMA
+ * (off unless gemm_wgmma_epi is tma): the TMA-store epilogue where it applies (see ws_store_tma:
+ * measured no better overall, so not the default); WS_SW_MAPCACHE (on unless gemm_wgmma_mapcache
+ * is 0): cached tensor maps, else every map encoded on every call; WS_SW_ASYNCRED (on unless
+ * gemm_wgmma_splitred is barrier): split-K partial sums by st.async onto the owner's mbarrier,
+ * else DSMEM stores and a second cluster barrier; WS_SW_MC (off unless gemm_wgmma_mc is 1): the
+ * picked 128 x 72 tiles multicast X over clusters of 2. */
 enum { WS_SW_LINES, WS_SW_MAPCACHE, WS_SW_TMA, WS_SW_ASYNCRED, WS_SW_MC, WS_SW_COUNT };
 static bool ws_switch_on(int which) {
-    static int on[WS_SW_COUNT] = {-1, -1, -1, -1, -1};
-    static const char *const name[WS_SW_COUNT] = {"TINFER_GEMM_WGMMA_EPI", "TINFER_GEMM_WGMMA_MAPCACHE", "TINFER_GEMM_WGMMA_EPI",
-                                                  "TINFER_GEMM_WGMMA_SPLITRED", "TINFER_GEMM_WGMMA_MC"};
-    static const char *const val[WS_SW_COUNT] = {"regs", "0", "tma", "barrier", "1"};
-    static const bool val_means_on[WS_SW_COUNT] = {false, false, true, false, true};
-    if (on[which] < 0) {
-        const char *v = getenv(name[which]);
-        const bool hit = v && !strcmp(v, val[which]);
-        on[which] = val_means_on[which] ? hit : !hit;
+    const tinfer_gemm_knobs *k = tinfer_gemm_knobs_get();
+    switch (which) {
+    case WS_SW_LINES: return k->gemm_wgmma_epi != TINFER_KNOB_EPI_REGS;
+    case WS_SW_MAPCACHE: return k->gemm_wgmma_mapcache != 0;
+    case WS_SW_TMA: return k->gemm_wgmma_epi == TINFER_KNOB_EPI_TMA;
+    case WS_SW_ASYNCRED: return k->gemm_wgmma_splitred != TINFER_KNOB_SPLITRED_BARRIER;
+    default: return k->gemm_wgmma_mc == 1;
     }
-    return on[which] != 0;
 }
 
 /* Rung 03's maps: 64-column boxes with the 128-byte swizzle, from the shared per-thread cache
@@ -1037,32 +1035,24 @@ tinfer_status tinfer_gemm_bf16_wgmma_max_clusters(int32_t cfg, int32_t ksplit, i
 }
 
 /* Programmatic dependent launch for this call: K <= TINFER_GEMM_BF16_WGMMA_PDL_MAX_K (bf16.h), where
- * the launch is a large share of the kernel; TINFER_GEMM_WGMMA_PDL=0 / =1 (read once): never /
- * always (measurement; test-gemv-pdl sets 1 to check the ordering at any K). */
-static int ws_pdl_mode = -1; /* 0 never, 1 always, 2 by K */
+ * the launch is a large share of the kernel; knob gemm_wgmma_pdl 0 / 1: never / always
+ * (measurement; test-gemv-pdl sets 1 to check the ordering at any K). */
+static int ws_pdl_mode(void) { /* 0 never, 1 always, 2 by K */
+    const int v = tinfer_gemm_knobs_get()->gemm_wgmma_pdl;
+    return v == 0 ? 0 : v == 1 ? 1 : 2;
+}
 static bool ws_pdl(int64_t K) {
-    if (ws_pdl_mode < 0) {
-        const char *v = getenv("TINFER_GEMM_WGMMA_PDL");
-        ws_pdl_mode = v && !strcmp(v, "0") ? 0 : v && !strcmp(v, "1") ? 1 : 2;
-    }
-    return ws_pdl_mode == 1 || (ws_pdl_mode == 2 && K <= TINFER_GEMM_BF16_WGMMA_PDL_MAX_K);
+    const int mode = ws_pdl_mode();
+    return mode == 1 || (mode == 2 && K <= TINFER_GEMM_BF16_WGMMA_PDL_MAX_K);
 }
 
 bool tinfer_gemm_bf16_wgmma_pdl(int64_t K) { return ws_pdl(K); }
 bool tinfer_gemm_bf16_split_asyncred(void) { return ws_switch_on(WS_SW_ASYNCRED); }
-/* TINFER_GEMM_EARLY_W=0 (read once): no early weight loads in rungs 02 / 04. */
+/* knob gemm_early_w 0: no early weight loads in rungs 02 / 04. */
 bool tinfer_gemm_bf16_early_w(const tinfer_gemm_bf16_args *a, bool pdl) {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("TINFER_GEMM_EARLY_W");
-        on = !(v && !strcmp(v, "0"));
-    }
-    return pdl && a->w_static && on;
+    return pdl && a->w_static && tinfer_gemm_knobs_get()->gemm_early_w != 0;
 }
-int tinfer_gemm_bf16_wgmma_pdl_mode(void) {
-    (void)ws_pdl(0); /* reads the switch */
-    return ws_pdl_mode;
-}
+int tinfer_gemm_bf16_wgmma_pdl_mode(void) { return ws_pdl_mode(); }
 
 template <int BN, bool PP>
 static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm, int32_t ksplit, bool mc, cudaStream_t s,
@@ -1133,7 +1123,7 @@ static tinfer_status ws_launch(const tinfer_gemm_bf16_args *a, int dev, int n_sm
             (!a->R || ((uintptr_t)a->R % 16 == 0 && a->ldr % 8 == 0)) && ws_switch_on(WS_SW_LINES))
             flags |= WS_F_LINES | (nout % 8 == 0 ? WS_F_N8 : 0);
         if (ksplit > 1 && ws_switch_on(WS_SW_ASYNCRED)) flags |= WS_F_ASYNCRED;
-        /* TMA-store epilogue (TINFER_GEMM_WGMMA_EPI=tma only): the persistent kernel with BF16
+        /* TMA-store epilogue (--gemm-wgmma-epi tma only): the persistent kernel with BF16
          * output in 16-byte rows, N' % 8 == 0 (a TMA store clipped at a row end that is not a
          * 16-byte multiple wrote zeros past it, into Y's padding: H200, session 6 run 2), no residual */
         const bool ts = WS_HAS_TS && !mc && ksplit == 1 && (flags & WS_F_LINES) && (flags & WS_F_N8) && !a->R &&
@@ -1205,7 +1195,7 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_192) return ws_launch<192, false>(a, dev, n_sm, 1, false, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_128) return ws_launch<128, false>(a, dev, n_sm, ksplit, false, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_144) return ws_launch<144, false>(a, dev, n_sm, ksplit, false, s, err);
-    /* the picked 72-wide tiles multicast X over clusters of 2 with TINFER_GEMM_WGMMA_MC=1 */
+    /* the picked 72-wide tiles multicast X over clusters of 2 with --gemm-wgmma-mc 1 */
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_72) return ws_launch<72, false>(a, dev, n_sm, 1, picked && ws_switch_on(WS_SW_MC), s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_72MC) return ws_launch<72, false>(a, dev, n_sm, 1, true, s, err);
     if (cfg == TINFER_GEMM_BF16_WGMMA_CFG_96)

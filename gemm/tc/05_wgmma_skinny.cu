@@ -47,6 +47,7 @@
 #include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
+#include "gemm/cuda/knobs.h"
 #include "gemm/cuda/ptx.cuh"
 #include "gemm/cuda/sm90.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
@@ -406,30 +407,22 @@ static tinfer_status sk_occupancy(int dev, int n_sm, int32_t bt, const SkOcc **o
     return TINFER_OK;
 }
 
-/* TINFER_GEMM_SKINNY_STAGES=wide|wide1|deep (read once; measurement): force the stage ring (wide1:
+/* Knob gemm_skinny_stages wide|wide1|deep (measurement): force the stage ring (wide1:
  * the wide ring with a persistent grid of one CTA per SM, which leaves room on each SM for a CTA
  * of the next kernel); otherwise
  * the split kernel runs wide (two CTAs per SM) and the persistent kernel deep (one per SM). H200
  * session 5, stream timing, us: split 2 on Llama QKV M = 16 wide 18.3 vs deep 20.1 (down 37.0 vs
  * 35.7); persistent, Llama QKV M = 16 deep 19.9 vs wide 21.9, gate/up 61.3 vs 61.7. */
-static int sk_depth_switch(void) {
-    static int mode = -1; /* 0 auto, 1 wide, 2 deep, 3 wide1 */
-    if (mode < 0) {
-        const char *v = getenv("TINFER_GEMM_SKINNY_STAGES");
-        mode = v && !strcmp(v, "wide") ? 1 : v && !strcmp(v, "deep") ? 2 : v && !strcmp(v, "wide1") ? 3 : 0;
-    }
-    return mode;
+static int sk_depth_switch(void) { /* 0 auto, 1 wide, 2 deep, 3 wide1 */
+    const int v = tinfer_gemm_knobs_get()->gemm_skinny_stages;
+    return v == TINFER_KNOB_SKINNY_WIDE || v == TINFER_KNOB_SKINNY_DEEP || v == TINFER_KNOB_SKINNY_WIDE1 ? v : 0;
 }
 
-/* TINFER_GEMM_SKINNY_KSUB=1|2|4 (read once; measurement): 64-wide k-blocks per stage for both
- * kernels; 0 (unset): TINFER_GEMM_BF16_SKINNY_KSUB / _KSUB_SPLIT (bf16.h). */
+/* Knob gemm_skinny_ksub 1|2|4 (measurement): 64-wide k-blocks per stage for both kernels; 0
+ * (unset, or any other value): TINFER_GEMM_BF16_SKINNY_KSUB / _KSUB_SPLIT (bf16.h). */
 static int sk_ksub_switch(void) {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("TINFER_GEMM_SKINNY_KSUB");
-        v = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "2") ? 2 : e && !strcmp(e, "4") ? 4 : 0;
-    }
-    return v;
+    const int v = tinfer_gemm_knobs_get()->gemm_skinny_ksub;
+    return v == 1 || v == 2 || v == 4 ? v : 0;
 }
 
 template <int BT>

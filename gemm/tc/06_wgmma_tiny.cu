@@ -85,6 +85,7 @@
 #include "gemm/cuda/bf16_epi.cuh"
 #include "gemm/cuda/cuda_check.h"
 #include "gemm/cuda/device.h"
+#include "gemm/cuda/knobs.h"
 #include "gemm/cuda/ptx.cuh"
 #include "gemm/cuda/sm90.cuh"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
@@ -579,14 +580,10 @@ int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t s
     return 0;
 }
 
-/* TINFER_GEMM_TINY_WG2_LAG=1: in a ring of >= 4 stages each of two consumer warpgroups keeps one
- * k-block's wgmmas in flight and releases the slot of its previous one (measurement switch, read
- * once; anything else: off) */
-static int ty_wg2_lag(void) {
-    static int v = -1;
-    if (v < 0) v = tinfer_gemv_env_int("TINFER_GEMM_TINY_WG2_LAG", 0, 0, 1) == 1; /* a benign race */
-    return v;
-}
+/* Knob gemm_tiny_wg2_lag 1: in a ring of >= 4 stages each of two consumer warpgroups keeps one
+ * k-block's wgmmas in flight and releases the slot of its previous one (measurement; anything
+ * else: off) */
+static int ty_wg2_lag(void) { return tinfer_gemm_knobs_get()->gemm_tiny_wg2_lag == 1; }
 
 template <int BT, bool SW, int MODE, bool RING, int CW>
 static tinfer_status ty_launch(const tinfer_gemm_bf16_args *a, int32_t c, int32_t ksplit, int32_t kblocks, int32_t kper,
@@ -640,15 +637,11 @@ static tinfer_status ty_launch_mode(const tinfer_gemm_bf16_args *a, int32_t c, i
 #undef TY_L
 }
 
-/* TINFER_GEMM_TINY_WG=1 / 2: the consumer warpgroups of every call that leaves them to the pick
- * or the default, where two apply (anything else, or unset: 0, no override); read once */
+/* Knob gemm_tiny_wg 1 / 2: the consumer warpgroups of every call that leaves them to the pick or
+ * the default, where two apply (anything else, or unset: 0, no override) */
 static int32_t ty_env_wgs(void) {
-    static int32_t v = -1;
-    if (v < 0) { /* a benign race: every thread computes the same value */
-        const int e = tinfer_gemv_env_int("TINFER_GEMM_TINY_WG", 0, 1, 2);
-        v = e > 0 ? e : 0;
-    }
-    return v;
+    const int e = tinfer_knob_int(tinfer_gemm_knobs_get()->gemm_tiny_wg, 0, 1, 2);
+    return e > 0 ? e : 0;
 }
 
 tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit, cudaStream_t s,

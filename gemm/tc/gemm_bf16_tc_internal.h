@@ -71,16 +71,16 @@ int32_t tinfer_gemm_bf16_wgmma_pick_cfg(int64_t M, int64_t nout, int32_t swiglu,
 int32_t tinfer_gemm_bf16_wgmma_narrow(int64_t M, int64_t nout, int64_t K, int32_t swiglu, int32_t n_sm);
 
 /* Split-K reduction of rungs 03 and 05: st.async onto the owner's mbarrier (default), or DSMEM
- * stores and a second cluster barrier (TINFER_GEMM_WGMMA_SPLITRED=barrier, read once). */
+ * stores and a second cluster barrier (--gemm-wgmma-splitred barrier). */
 bool tinfer_gemm_bf16_split_asyncred(void);
 /* Whether a launch at this K uses programmatic dependent launch (rungs 02-05 on sm_90;
- * TINFER_GEMM_BF16_WGMMA_PDL_MAX_K, TINFER_GEMM_WGMMA_PDL; defined in 03_wgmma_ws.cu). The TMA
+ * TINFER_GEMM_BF16_WGMMA_PDL_MAX_K, --gemm-wgmma-pdl; defined in 03_wgmma_ws.cu). The TMA
  * maps these rungs use are in gemm/cuda/tma.h. */
 bool tinfer_gemm_bf16_wgmma_pdl(int64_t K);
 /* Whether a launch of rung 02 / 04 with PDL (pdl) issues its first stages' W loads before the
- * wait: args.w_static, unless TINFER_GEMM_EARLY_W=0 (read once). */
+ * wait: args.w_static, unless --gemm-early-w 0. */
 bool tinfer_gemm_bf16_early_w(const tinfer_gemm_bf16_args *a, bool pdl);
-/* TINFER_GEMM_WGMMA_PDL as read: 0 never, 1 always, 2 by K (the default). */
+/* The knob gemm_wgmma_pdl (--gemm-wgmma-pdl) as used: 0 never, 1 always, 2 by K (the default). */
 int tinfer_gemm_bf16_wgmma_pdl_mode(void);
 
 /* Launch configuration shared by the cluster / PDL launches of rungs 02-05: grid x threads
@@ -132,7 +132,7 @@ tinfer_status tinfer_gemm_bf16_tiny(const tinfer_gemm_bf16_args *a, int32_t bt, 
  * the cluster's token tiles and a slot is refilled once every CTA of the cluster released it. */
 tinfer_status tinfer_gemm_bf16_tiny_ring(const tinfer_gemm_bf16_args *a, int32_t bt, int32_t cluster, int32_t ksplit,
                                          int32_t stages, cudaStream_t s, tinfer_err *err);
-/* Rung 6 with wgs consumer warpgroups (1 or 2; 0 = the switch TINFER_GEMM_TINY_WG, else the
+/* Rung 6 with wgs consumer warpgroups (1 or 2; 0 = the switch --gemm-tiny-wg, else the
  * pick's where bt is 0 and the call takes the pick's tile, split and ring, else
  * TINFER_GEMM_BF16_TINY_WG; one where two do not apply): with two, warpgroup g computes k-blocks
  * g, g + 2, .. into its own accumulators and the two are added before the epilogue. Two warpgroups

@@ -2,7 +2,7 @@
  * test_gemv_pdl.cu — decode rungs 04/05/06 launched with programmatic dependent launch (PDL) read
  * only data the previous kernel on the stream has finished writing.
  *
- * With PDL (TINFER_GEMV_PDL, gemm/decode/05_cp_async.cu) a GEMV block may start while the
+ * With PDL (knob gemv_pdl, gemm/decode/05_cp_async.cu) a GEMV block may start while the
  * previous kernel still runs; only griddepcontrol.wait orders it after that kernel's writes. So:
  * on one stream, a writer kernel fills X (or, separately, W) with NEW values and the GEMV is
  * launched right after it with no synchronisation; the output must match a double-precision CPU
@@ -14,13 +14,13 @@
  * Repeated ITERS times per (rung 04/05/06, M = 1/8, X/W, plain/early), fresh values each time; the
  * output is pre-filled with NaN, so an unwritten element fails too. Rungs 05/06 also run with
  * args.w_static (W promised unwritten by work in flight) and a new X: they then issue their first
- * W loads before the wait (TINFER_GEMV_EARLY_W=2, set below: at any grid size), and must still see
+ * W loads before the wait (knob gemv_early_w 2, set below: at any grid size), and must still see
  * the new X.
  * A probe kernel (PDL-launched after the early writer) reads X before and after its own
  * griddepcontrol.wait: stale values after the wait fail the test (the ordering the GEMV relies
  * on); stale values before it are counted and printed, to show the overlap is real here.
  * The same checks run on the prefill rung 03 (wgmma), PDL-launched for short K and here always
- * (TINFER_GEMM_WGMMA_PDL=1, set below): its own pick at this shape (split-K over a cluster: 4 tiles, K = 4096)
+ * (knob gemm_wgmma_pdl 1, set below): its own pick at this shape (split-K over a cluster: 4 tiles, K = 4096)
  * and the persistent kernel with 128 x 256 tiles forced; and on rung 05 (skinny, ids 32 / 33): its own
  * pick (split 8 over a cluster: 8 tiles) and unsplit; and on rungs 04 / 02 (mma.sync, ids 34 / 35): rung
  * 04's own pick (split-K over a cluster) and rung 02 (no split); and on rung 03 in 128 x 72 tiles
@@ -40,12 +40,13 @@
  * ring with W before the wait.
  * Also printed: rungs 05/06's launch choice per M (stages, X rows staged, shared memory, blocks
  * per SM from cudaOccupancyMaxActiveBlocksPerMultiprocessor), which must be >= 1.
- * The launcher's PDL mode comes from TINFER_GEMV_PDL (unset: the default, which must be a PDL
- * mode on sm_90, checked here; 1..4 pick where launch_dependents sits; 0 runs the same checks
- * without PDL). Exit: 0 pass, 1 fail, 77 no GPU (ctest: skipped).
+ * The launcher's PDL mode is the knob gemv_pdl, from `--gemv-pdl N` (unset: the default, which
+ * must be a PDL mode on sm_90, checked here; 1..4 pick where launch_dependents sits; 0 runs the
+ * same checks without PDL). Exit: 0 pass, 1 fail, 2 bad arguments, 77 no GPU (ctest: skipped).
  */
 #include "gemm/bf16.h"
 #include "gemm/cuda/device.h"
+#include "gemm/cuda/knobs.h"
 #include "gemm/decode/gemv_bf16_internal.h"
 #include "gemm/tc/gemm_bf16_tc_internal.h"
 
@@ -119,12 +120,20 @@ static __global__ void probe_kernel(const uint16_t *p, size_t n, uint32_t seed, 
 
 static double bf(uint16_t h) { return (double)tinfer_bf16_to_f32(h); }
 
-int main(void) {
+int main(int argc, char **argv) {
+    tinfer_gemm_knobs knobs = tinfer_gemm_knobs_unset();
+    if (argc == 3 && !strcmp(argv[1], "--gemv-pdl") && argv[2][0] >= '0' && argv[2][0] <= '4' && !argv[2][1])
+        knobs.gemv_pdl = argv[2][0] - '0';
+    else if (argc != 1) {
+        fprintf(stderr, "usage: test-gemv-pdl [--gemv-pdl 0..4]\n");
+        return 2;
+    }
     /* rung 03 takes PDL by K (short K only); check its ordering at this test's K = 4096 too */
-    setenv("TINFER_GEMM_WGMMA_PDL", "1", 1);
+    knobs.gemm_wgmma_pdl = 1;
     /* rungs 05 / 06 read W before the wait for w_static calls at any grid size (the default rule
      * takes only grids that fill the SMs, larger than this test's) */
-    setenv("TINFER_GEMV_EARLY_W", "2", 1);
+    knobs.gemv_early_w = 2;
+    tinfer_gemm_knobs_set(&knobs);
     tinfer_device_info info;
     tinfer_err err;
     tinfer_status st = tinfer_device_probe(0, &info, &err);
@@ -137,9 +146,11 @@ int main(void) {
         return 1;
     }
     const bool sm90 = info.cc_major >= 9;
-    const char *env_pdl = getenv("TINFER_GEMV_PDL");
-    printf("device %s sm_%d%d, %d SMs; TINFER_GEMV_PDL=%s\n", info.name, info.cc_major, info.cc_minor, info.n_sm,
-           env_pdl ? env_pdl : "(unset: default)");
+    const bool pdl_set = knobs.gemv_pdl != TINFER_KNOB_UNSET;
+    char pdl_text[24];
+    snprintf(pdl_text, sizeof pdl_text, "%d", knobs.gemv_pdl);
+    printf("device %s sm_%d%d, %d SMs; --gemv-pdl %s\n", info.name, info.cc_major, info.cc_minor, info.n_sm,
+           pdl_set ? pdl_text : "(unset: default)");
     int fails = 0, runs = 0;
 
     /* launch choice per M */
@@ -160,7 +171,7 @@ int main(void) {
                     printf("FAIL config: the kernel does not fit an SM\n");
                     fails++;
                 }
-                if (sm90 && !env_pdl && gi.pdl == 0) {
+                if (sm90 && !pdl_set && gi.pdl == 0) {
                     printf("FAIL config: PDL is off by default on sm_90\n");
                     fails++;
                 }

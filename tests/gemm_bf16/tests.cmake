@@ -14,6 +14,7 @@ if(TINFER_HAVE_CUDA)
   add_executable(tinfer-bench-gemm-bf16 ${CMAKE_CURRENT_LIST_DIR}/bench_main.c
                  ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16.cu
                  ${PROJECT_SOURCE_DIR}/examples/bench_gemm/chart.c
+                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/knobs.c
                  ${TINFER_BASE_SRC})
   target_include_directories(tinfer-bench-gemm-bf16 PRIVATE ${TINFER_INCLUDE_DIRS}
                              ${STB_INCLUDE_DIR})
