@@ -72,6 +72,11 @@ typedef enum tinfer_backend {
 typedef struct tinfer_model_params {
     tinfer_backend backend;
     int32_t n_threads; /* CPU threads; <= 0 means all available cores */
+    /* Benchmarks: read only config.json (and tokenizer.json when present) and give every weight
+     * random BF16 values of the config's shapes, seeded by random_seed (vLLM's load_format
+     * "dummy"): speed without the weights; the text it makes is noise. */
+    bool random_weights;
+    uint64_t random_seed;
 } tinfer_model_params;
 
 TINFER_API tinfer_model_params tinfer_model_default_params(void);
@@ -90,8 +95,17 @@ TINFER_API int32_t tinfer_model_n_layer(const tinfer_model *model);
 TINFER_API int32_t tinfer_model_n_embd(const tinfer_model *model);
 TINFER_API int64_t tinfer_model_n_params(const tinfer_model *model);
 TINFER_API tinfer_backend tinfer_model_backend(const tinfer_model *model);
-/* A one-line description, e.g. "llama 30 layers, hidden 576, 9/3 heads, bf16, cpu". */
+/* A one-line description, e.g. "llama 30 layers, hidden 576, 9/3 heads, bf16, cpu avx512, 2
+ * threads" (the backend taken and where it runs at the end). */
 TINFER_API const char *tinfer_model_desc(const tinfer_model *model);
+/* Bytes of weights one decode step reads on this model's backend (for GB/s figures). */
+TINFER_API int64_t tinfer_model_weight_bytes(const tinfer_model *model);
+/* The kernels a step of n_tokens tokens runs its projections on, as the backend's dispatcher
+ * picks them from the batch shape (e.g. "qkv gemv 08, o gemv 08, ..., lm head gemv 09" on a GPU,
+ * "cpu avx512 gemv" on the CPU), written NUL-terminated into buf (cap bytes, truncated to fit).
+ * Returns buf. */
+TINFER_API const char *tinfer_model_route_desc(const tinfer_model *model, int32_t n_tokens,
+                                               char *buf, size_t cap);
 
 TINFER_API tinfer_token tinfer_token_bos(const tinfer_model *model); /* -1 if none */
 /* End-of-generation tokens: every eos id of config.json / generation_config.json. */

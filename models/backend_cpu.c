@@ -22,6 +22,7 @@
 
 typedef struct cpu_model {
     const tinfer_llama_config *cfg;
+    const tinfer_llama_weights *w;
     int32_t n_threads;
     char desc[64];
 } cpu_model;
@@ -45,6 +46,7 @@ static tinfer_status cpu_model_init(const tinfer_llama_config *cfg,
     cpu_model *m = calloc(1, sizeof *m);
     if (!m) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (cpu backend)");
     m->cfg = cfg;
+    m->w = host_w;
     m->n_threads = n_threads;
     snprintf(m->desc, sizeof m->desc, "cpu %s, %d threads", tinfer_gemm_cpu_isa(), (int)n_threads);
     *state = m;
@@ -55,6 +57,28 @@ static tinfer_status cpu_model_init(const tinfer_llama_config *cfg,
 static void cpu_model_free(void *state) { free(state); }
 
 static const char *cpu_model_desc(const void *state) { return ((const cpu_model *)state)->desc; }
+
+static int64_t cpu_weight_bytes(const void *state) {
+    const cpu_model *m = state;
+    const tinfer_llama_config *c = m->cfg;
+    const int64_t E = c->n_embd, Q = (int64_t)c->n_head * c->head_dim,
+                  KV = (int64_t)c->n_head_kv * c->head_dim, F = c->n_ff;
+    int64_t bytes = (int64_t)c->n_vocab * E * (int64_t)tinfer_dtype_size(m->w->lm_head.dtype);
+    for (int32_t l = 0; l < c->n_layer; l++) {
+        const tinfer_llama_layer *ly = &m->w->layers[l];
+        bytes += (Q + 2 * KV) * E * (int64_t)tinfer_dtype_size(ly->wqkv.dtype) +
+                 E * Q * (int64_t)tinfer_dtype_size(ly->wo.dtype) +
+                 2 * F * E * (int64_t)tinfer_dtype_size(ly->wgu.dtype) +
+                 E * F * (int64_t)tinfer_dtype_size(ly->wdown.dtype);
+    }
+    return bytes;
+}
+
+/* gemm/cpu takes its GEMV for one row (W streamed once), the packed GEMM above */
+static void cpu_route_desc(const void *state, int32_t n_tokens, char *buf, size_t cap) {
+    (void)state;
+    snprintf(buf, cap, "cpu %s %s", tinfer_gemm_cpu_isa(), n_tokens == 1 ? "gemv" : "gemm");
+}
 
 static void cpu_ctx_free(void *cs) {
     cpu_ctx *c = cs;
@@ -234,6 +258,8 @@ const tinfer_backend_ops tinfer_backend_cpu = {
     .model_init = cpu_model_init,
     .model_free = cpu_model_free,
     .model_desc = cpu_model_desc,
+    .weight_bytes = cpu_weight_bytes,
+    .route_desc = cpu_route_desc,
     .ctx_init = cpu_ctx_init,
     .ctx_free = cpu_ctx_free,
     .begin = cpu_begin,

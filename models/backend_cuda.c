@@ -217,6 +217,46 @@ fail:
 
 static const char *cuda_model_desc(const void *state) { return ((const cuda_model *)state)->desc; }
 
+static int64_t cuda_weight_bytes(const void *state) {
+    return (int64_t)((const cuda_model *)state)->wbytes;
+}
+
+/* The dispatcher's route (gemm/dispatch.cu) of each projection at M = n_tokens, the LM head at
+ * M = 1 (the decode case: one row wants logits per sequence). */
+static void cuda_route_desc(const void *state, int32_t n_tokens, char *buf, size_t cap) {
+    const cuda_model *m = state;
+    const tinfer_llama_config *c = m->cfg;
+    const int64_t E = c->n_embd, Q = (int64_t)c->n_head * c->head_dim,
+                  KV = (int64_t)c->n_head_kv * c->head_dim, F = c->n_ff;
+    const struct {
+        const char *name;
+        int64_t M, N, K;
+        int swiglu;
+    } g[5] = {{"qkv", n_tokens, Q + 2 * KV, E, 0},
+              {"o", n_tokens, E, Q, 0},
+              {"gate/up", n_tokens, 2 * F, E, 1},
+              {"down", n_tokens, E, F, 0},
+              {"lm head", 1, c->n_vocab, E, 0}};
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 5 && at < cap; i++) {
+        tinfer_gemm_bf16_args a;
+        memset(&a, 0, sizeof a);
+        a.M = g[i].M, a.N = g[i].N, a.K = g[i].K, a.ldx = a.K, a.ldw = a.K;
+        a.ldy = g[i].swiglu ? a.N / 2 : a.N;
+        a.swiglu = g[i].swiglu;
+        a.w_static = 1;
+        a.y_dtype = TINFER_DTYPE_BF16;
+        tinfer_gemm_bf16_route r = tinfer_gemm_bf16_route_for(&a, TINFER_GEMM_BF16_PATH_AUTO,
+                                                              m->dev.cc_major, m->dev.n_sm);
+        char name[64];
+        int k = snprintf(buf + at, cap - at, "%s%s %s", i ? ", " : "", g[i].name,
+                         tinfer_gemm_bf16_route_name(&r, name, sizeof name));
+        if (k < 0) break;
+        at += (size_t)k;
+    }
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* context level                                                                            */
 
@@ -450,6 +490,8 @@ const tinfer_backend_ops tinfer_backend_cuda = {
     .model_init = cuda_model_init,
     .model_free = cuda_model_free,
     .model_desc = cuda_model_desc,
+    .weight_bytes = cuda_weight_bytes,
+    .route_desc = cuda_route_desc,
     .ctx_init = cuda_ctx_init,
     .ctx_free = cuda_ctx_free,
     .begin = cuda_begin,

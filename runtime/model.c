@@ -15,6 +15,7 @@
 
 #include "models/backend.h"
 #include "models/llama.h"
+#include "random_weights.h"
 #include "safetensors.h"
 
 #include <omp.h>
@@ -26,6 +27,8 @@ struct tinfer_model {
     tinfer_err err;
     tinfer_llama_config cfg;
     tinfer_st_set *st;
+    tinfer_random_weights
+        *rw; /* random_weights: the made-up tensors (the weights point into them) */
     tinfer_tokenizer *tok;
     tinfer_llama_weights w; /* host: the mapping and what the loader fused or widened */
     tinfer_backend backend;
@@ -66,6 +69,7 @@ void tinfer_model_free(tinfer_model *m) {
     tinfer_llama_free(&m->w);
     tinfer_tokenizer_free(m->tok);
     tinfer_st_close(m->st);
+    tinfer_random_weights_free(m->rw);
     free(m);
 }
 
@@ -91,18 +95,28 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
     tinfer_err sub;
     sub.msg[0] = '\0';
     tinfer_status rc;
-    if ((rc = tinfer_config_load(dir, &m->cfg, &sub)) != TINFER_OK ||
-        (rc = tinfer_st_open_dir(dir, &m->st, &sub)) != TINFER_OK ||
-        (rc = tinfer_tokenizer_load(dir, &m->tok, &sub)) != TINFER_OK ||
-        (rc = tinfer_llama_load(&m->cfg,
-                                &(tinfer_tensor_source){m->st, st_source_get, st_source_has}, &m->w,
-                                &sub)) != TINFER_OK) {
-        tinfer_err_copy(NULL, &sub, rc);
-        tinfer_model_free(m);
-        return rc;
+    tinfer_tensor_source src = {0};
+    if ((rc = tinfer_config_load(dir, &m->cfg, &sub)) != TINFER_OK) goto fail_sub;
+    if (p.random_weights) { /* config.json only; a tokenizer when there is one */
+        if ((rc = tinfer_random_weights_init(&m->cfg, p.random_seed, &m->rw, &sub)) != TINFER_OK)
+            goto fail_sub;
+        src = tinfer_random_weights_source(m->rw);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            fclose(f);
+            if ((rc = tinfer_tokenizer_load(dir, &m->tok, &sub)) != TINFER_OK) goto fail_sub;
+        }
+    } else {
+        if ((rc = tinfer_st_open_dir(dir, &m->st, &sub)) != TINFER_OK ||
+            (rc = tinfer_tokenizer_load(dir, &m->tok, &sub)) != TINFER_OK)
+            goto fail_sub;
+        src = (tinfer_tensor_source){m->st, st_source_get, st_source_has};
     }
+    if ((rc = tinfer_llama_load(&m->cfg, &src, &m->w, &sub)) != TINFER_OK) goto fail_sub;
     /* Token ids the tokenizer can produce index the embedding table. */
-    int32_t tok_vocab = tinfer_tokenizer_n_vocab(m->tok);
+    int32_t tok_vocab = m->tok ? tinfer_tokenizer_n_vocab(m->tok) : 0;
     if (tok_vocab > m->cfg.n_vocab) {
         rc = tinfer_err_set(NULL, TINFER_ERR_FORMAT,
                             "%s/tokenizer.json: %d tokens but config.json vocab_size is %d", dir,
@@ -139,8 +153,11 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
             return rc;
         }
     }
-    for (int64_t i = 0; i < tinfer_st_count(m->st); i++)
-        m->n_params += tinfer_st_at(m->st, i)->n_elems;
+    if (m->rw)
+        m->n_params = tinfer_random_weights_count(m->rw);
+    else
+        for (int64_t i = 0; i < tinfer_st_count(m->st); i++)
+            m->n_params += tinfer_st_at(m->st, i)->n_elems;
     snprintf(m->desc, sizeof m->desc, "%s %d layers, hidden %d, %d/%d heads, %s, %s",
              !strncmp(m->cfg.architecture, "Qwen2", 5)     ? "qwen2"
              : !strncmp(m->cfg.architecture, "Mistral", 7) ? "mistral"
@@ -148,8 +165,13 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
              (int)m->cfg.n_layer, (int)m->cfg.n_embd, (int)m->cfg.n_head, (int)m->cfg.n_head_kv,
              m->w.fused_dtype == TINFER_DTYPE_BF16 ? "bf16" : "f32",
              m->ops->model_desc(m->be_state));
+    if (m->rw) strncat(m->desc, ", random weights", sizeof m->desc - strlen(m->desc) - 1);
     *out = m;
     return TINFER_OK;
+fail_sub:
+    tinfer_err_copy(NULL, &sub, rc);
+    tinfer_model_free(m);
+    return rc;
 }
 
 const char *tinfer_model_last_error(const tinfer_model *m) { return m ? m->err.msg : ""; }
@@ -163,6 +185,16 @@ tinfer_backend tinfer_model_backend(const tinfer_model *m) {
     return m ? m->backend : TINFER_BACKEND_AUTO;
 }
 const char *tinfer_model_desc(const tinfer_model *m) { return m ? m->desc : ""; }
+int64_t tinfer_model_weight_bytes(const tinfer_model *m) {
+    return m ? m->ops->weight_bytes(m->be_state) : 0;
+}
+const char *tinfer_model_route_desc(const tinfer_model *m, int32_t n_tokens, char *buf,
+                                    size_t cap) {
+    if (!buf || cap == 0) return buf;
+    buf[0] = '\0';
+    if (m && n_tokens >= 1) m->ops->route_desc(m->be_state, n_tokens, buf, cap);
+    return buf;
+}
 
 tinfer_token tinfer_token_bos(const tinfer_model *m) { return m ? m->cfg.bos_id : -1; }
 int32_t tinfer_token_eos_count(const tinfer_model *m) { return m ? m->cfg.n_eos : 0; }

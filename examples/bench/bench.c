@@ -1,0 +1,437 @@
+/*
+ * bench.c — tinfer-bench: prefill vs decode at the model level, like llama-bench (pp / tg tests,
+ * mean ± stddev tok/s over -r repetitions, md / json / csv) plus llama-batched-bench's
+ * aggregate decode tok/s per batch size. Public API only (tinfer.h).
+ *
+ *   tinfer-bench -m DIR [-p 512] [-n 128] [-r 5] [--batch 1,8,64] [-o md|json|csv]
+ *                [--backend auto|cpu|cuda] [--random-weights] [--threads N]
+ *
+ * Tests (token ids are random, from a fixed seed; the KV cache is emptied before each run):
+ *   ppN      one sequence's N-token prompt in ONE tinfer_decode: N / time
+ *   tgN      N single-token steps of one sequence from an empty cache: N / time
+ *   tgN@bB   B sequences (16-token prompts first, not timed), then N steps of one token per
+ *            sequence, all B in each step (M = B): aggregate B * N / time
+ * Each test runs once untimed (warm-up), then -r times. For every test the table gives the
+ * kernels its GEMMs run on (tinfer_model_route_desc), the weight-read rate of decode tests in
+ * GB/s (tinfer_model_weight_bytes per step) and, on the CPU, that rate against the machine's
+ * read bandwidth measured in the same run (all threads summing a buffer far larger than the
+ * last-level cache), and the prefill's GFLOP/s (2 x weight elements x tokens; attention aside).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "tinfer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_LIST 32
+#define BATCH_PROMPT 16 /* tokens of each sequence's prompt in the batched decode test */
+
+typedef enum { OUT_MD, OUT_JSON, OUT_CSV } out_fmt;
+
+typedef struct test_result {
+    char name[32];
+    char kind; /* 'p' prefill, 'g' decode */
+    int32_t tokens, batch;
+    double mean, sd; /* tok/s */
+    double gbs;      /* decode: weight bytes read per second */
+    double gflops;   /* prefill */
+    char route[512];
+} test_result;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tinfer-bench: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+/* "512,1024" -> {512, 1024}; values in [lo, hi]. */
+static int parse_list(const char *opt, const char *s, long lo, long hi, int32_t *out, int *n) {
+    *n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < lo || v > hi || (*end && *end != ',') || *n == MAX_LIST)
+            return fail("%s: '%s' is not a list of integers in [%ld, %ld]", opt, s, lo, hi);
+        out[(*n)++] = (int32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    if (*n == 0) return fail("%s: empty list", opt);
+    return 0;
+}
+
+/* The machine's read bandwidth: all threads sum a 1 GiB buffer (well past any last-level
+ * cache); the best of 3 passes after one to fault the pages in. */
+static double cpu_read_gbs(int threads) {
+    const size_t n = ((size_t)1 << 30) / sizeof(uint64_t);
+    uint64_t *buf = malloc(n * sizeof *buf);
+    if (!buf) return 0;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t i = 0; i < n; i++)
+        buf[i] = i;
+    double best = 0;
+    volatile uint64_t sink = 0;
+    for (int pass = 0; pass < 4; pass++) {
+        uint64_t s = 0;
+        double t0 = now_s();
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : s)
+        for (size_t i = 0; i < n; i++)
+            s += buf[i];
+        double dt = now_s() - t0;
+        sink += s;
+        if (pass > 0 && n * sizeof *buf / dt > best) best = n * sizeof *buf / dt;
+    }
+    (void)sink;
+    free(buf);
+    return best / 1e9;
+}
+
+static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
+static tinfer_token rand_token(int32_t n_vocab) {
+    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
+    return (tinfer_token)(g_rng % (uint64_t)n_vocab);
+}
+
+typedef struct bench {
+    tinfer_model *model;
+    int32_t n_vocab, n_threads;
+    tinfer_token *tok;
+    int32_t *pos, *seq;
+    int8_t *want;
+} bench;
+
+/* One run of a test; returns its seconds, < 0 on error. */
+static double run_once(bench *b, tinfer_context *ctx, char kind, int32_t tokens, int32_t batch) {
+    tinfer_seq_clear(ctx, -1);
+    if (kind == 'p') {
+        for (int32_t i = 0; i < tokens; i++) {
+            b->tok[i] = rand_token(b->n_vocab);
+            b->pos[i] = i;
+            b->seq[i] = 0;
+        }
+        tinfer_batch bt = {tokens, b->tok, b->pos, b->seq, NULL};
+        double t0 = now_s();
+        if (tinfer_decode(ctx, &bt) != TINFER_OK) return -1;
+        return now_s() - t0;
+    }
+    int32_t base = 0;
+    if (batch > 1) { /* every sequence's prompt, in one untimed step */
+        for (int32_t s = 0, i = 0; s < batch; s++)
+            for (int32_t k = 0; k < BATCH_PROMPT; k++, i++) {
+                b->tok[i] = rand_token(b->n_vocab);
+                b->pos[i] = k;
+                b->seq[i] = s;
+                b->want[i] = k == BATCH_PROMPT - 1;
+            }
+        tinfer_batch bt = {batch * BATCH_PROMPT, b->tok, b->pos, b->seq, b->want};
+        if (tinfer_decode(ctx, &bt) != TINFER_OK) return -1;
+        base = BATCH_PROMPT;
+    }
+    double t0 = now_s();
+    for (int32_t step = 0; step < tokens; step++) {
+        for (int32_t s = 0; s < batch; s++) {
+            b->tok[s] = rand_token(b->n_vocab); /* speed does not depend on which token */
+            b->pos[s] = base + step;
+            b->seq[s] = s;
+            b->want[s] = 1;
+        }
+        tinfer_batch bt = {batch, b->tok, b->pos, b->seq, b->want};
+        if (tinfer_decode(ctx, &bt) != TINFER_OK) return -1;
+    }
+    return now_s() - t0;
+}
+
+static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps, int32_t n_ctx,
+                    test_result *r, int idx, int n_tests) {
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->tokens = tokens;
+    r->batch = batch;
+    if (kind == 'p')
+        snprintf(r->name, sizeof r->name, "pp%d", (int)tokens);
+    else if (batch == 1)
+        snprintf(r->name, sizeof r->name, "tg%d", (int)tokens);
+    else
+        snprintf(r->name, sizeof r->name, "tg%d@b%d", (int)tokens, (int)batch);
+    tinfer_model_route_desc(b->model, kind == 'p' ? tokens : batch, r->route, sizeof r->route);
+    tinfer_context_params cp = tinfer_context_default_params();
+    cp.n_seq_max = batch;
+    cp.n_ctx = kind == 'p' ? tokens : tokens + (batch > 1 ? BATCH_PROMPT : 0);
+    if (n_ctx > cp.n_ctx) cp.n_ctx = n_ctx;
+    cp.n_batch = kind == 'p' ? tokens : batch * (batch > 1 ? BATCH_PROMPT : 1);
+    tinfer_context *ctx = NULL;
+    if (tinfer_context_init(b->model, &cp, &ctx) != TINFER_OK)
+        return fail("%s: %s", r->name, tinfer_last_error());
+    double *tps = calloc((size_t)reps, sizeof *tps);
+    int rc = 1;
+    if (!tps) {
+        fail("out of memory");
+        goto done;
+    }
+    const double n_tok = (double)tokens * batch;
+    for (int k = -1; k < reps; k++) { /* k = -1: warm-up */
+        if (isatty(2))                /* a progress line on a terminal; logs stay clean */
+            fprintf(stderr, "\rtinfer-bench: test %d/%d %-12s %s %d/%d   ", idx + 1, n_tests,
+                    r->name, k < 0 ? "warm-up" : "run", k < 0 ? 0 : k + 1, reps);
+        double t = run_once(b, ctx, kind, tokens, batch);
+        if (t < 0) {
+            fprintf(stderr, "\n");
+            fail("%s: %s", r->name, tinfer_context_last_error(ctx));
+            goto done;
+        }
+        if (k >= 0) tps[k] = n_tok / t;
+    }
+    double sum = 0, sq = 0;
+    for (int k = 0; k < reps; k++)
+        sum += tps[k];
+    r->mean = sum / reps;
+    for (int k = 0; k < reps; k++)
+        sq += (tps[k] - r->mean) * (tps[k] - r->mean);
+    r->sd = reps > 1 ? sqrt(sq / (reps - 1)) : 0;
+    const double wbytes = (double)tinfer_model_weight_bytes(b->model);
+    if (kind == 'p')
+        r->gflops = 2.0 * (double)tinfer_model_n_params(b->model) * r->mean / 1e9;
+    else
+        r->gbs = wbytes * (r->mean / batch) / 1e9; /* one weight read per step */
+    rc = 0;
+done:
+    free(tps);
+    tinfer_context_free(ctx);
+    return rc;
+}
+
+static void usage(void) {
+    printf("usage: tinfer-bench -m DIR [options]\n"
+           "  -m, --model DIR        HF model directory (with --random-weights: config.json only)\n"
+           "  -p, --n-prompt N,...   prefill tests ppN (default 512; 0 for none)\n"
+           "  -n, --n-gen N,...      decode tests tgN (default 128; 0 for none)\n"
+           "  --batch B,...          batched decode tests tgN@bB: B sequences a step (default:\n"
+           "                         none; e.g. 1,2,4,8,16,32,64)\n"
+           "  -r, --repetitions N    timed runs per test (default 5), after one warm-up\n"
+           "  -o, --output md|json|csv  (default md)\n"
+           "  --backend auto|cpu|cuda  (default auto)\n"
+           "  --threads N            CPU threads (default: all cores)\n"
+           "  --random-weights       random BF16 weights of config.json's shapes (speed only)\n"
+           "  --seed N               seed of the random weights (default 1)\n"
+           "  --no-peak              skip measuring the CPU's read bandwidth\n"
+           "  -h, --help             this text\n");
+}
+
+static void print_results(out_fmt fmt, const char *desc, double n_params, int64_t wbytes,
+                          const char *backend, int threads, double peak_gbs, const test_result *r,
+                          int n) {
+    if (fmt == OUT_JSON) {
+        printf("{\n  \"model\": \"%s\",\n  \"n_params\": %.0f,\n  \"weight_bytes\": %lld,\n"
+               "  \"backend\": \"%s\",\n  \"threads\": %d,\n  \"cpu_read_gbs\": %.3f,\n"
+               "  \"tests\": [\n",
+               desc, n_params, (long long)wbytes, backend, threads, peak_gbs);
+        for (int i = 0; i < n; i++)
+            printf("    {\"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"batch\": %d, "
+                   "\"avg_ts\": %.3f, \"stddev_ts\": %.3f, \"weight_gbs\": %.3f, "
+                   "\"gflops\": %.3f, \"route\": \"%s\"}%s\n",
+                   r[i].name, r[i].kind == 'p' ? r[i].tokens : 0,
+                   r[i].kind == 'g' ? r[i].tokens : 0, r[i].batch, r[i].mean, r[i].sd, r[i].gbs,
+                   r[i].gflops, r[i].route, i + 1 < n ? "," : "");
+        printf("  ]\n}\n");
+        return;
+    }
+    if (fmt == OUT_CSV) {
+        printf("model,backend,threads,test,n_prompt,n_gen,batch,avg_ts,stddev_ts,weight_gbs,"
+               "pct_of_read_bw,gflops,route\n");
+        for (int i = 0; i < n; i++)
+            printf("\"%s\",%s,%d,%s,%d,%d,%d,%.3f,%.3f,%.3f,%.1f,%.3f,\"%s\"\n", desc, backend,
+                   threads, r[i].name, r[i].kind == 'p' ? r[i].tokens : 0,
+                   r[i].kind == 'g' ? r[i].tokens : 0, r[i].batch, r[i].mean, r[i].sd, r[i].gbs,
+                   peak_gbs > 0 && r[i].kind == 'g' ? 100 * r[i].gbs / peak_gbs : 0.0, r[i].gflops,
+                   r[i].route);
+        return;
+    }
+    printf("model: %s\nparams: %.2f M, weights read per decode step: %.1f MB\n", desc,
+           n_params / 1e6, wbytes / 1e6);
+    if (peak_gbs > 0)
+        printf("CPU read bandwidth (%d threads summing 1 GiB, same run): %.1f GB/s\n", threads,
+               peak_gbs);
+    printf("\n| backend | threads | test | t/s | weights GB/s | %% of read bw | GFLOP/s | "
+           "kernels |\n|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < n; i++) {
+        char pct[16] = "", gb[16] = "", gf[16] = "";
+        if (r[i].kind == 'g') {
+            snprintf(gb, sizeof gb, "%.1f", r[i].gbs);
+            if (peak_gbs > 0) snprintf(pct, sizeof pct, "%.0f%%", 100 * r[i].gbs / peak_gbs);
+        } else {
+            snprintf(gf, sizeof gf, "%.1f", r[i].gflops);
+        }
+        printf("| %s | %d | %s | %.2f ± %.2f | %s | %s | %s | %s |\n", backend, threads, r[i].name,
+               r[i].mean, r[i].sd, gb, pct, gf, r[i].route);
+    }
+}
+
+/* OpenMP threads sleep instead of spinning between parallel regions unless the user chose a wait
+ * policy (tinfer-generate's comment has the measurement behind it). */
+static void default_omp_wait_policy(char **argv) {
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY");
+}
+
+int main(int argc, char **argv) {
+    default_omp_wait_policy(argv);
+    const char *dir = NULL;
+    int32_t pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, batches[MAX_LIST];
+    int n_pp = 1, n_tg = 1, n_batch = 0;
+    long reps = 5, threads = 0;
+    unsigned long long seed = 1;
+    out_fmt fmt = OUT_MD;
+    bool random_w = false, peak = true;
+    tinfer_backend backend = TINFER_BACKEND_AUTO;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            return 0;
+        }
+        if (!strcmp(a, "--random-weights")) {
+            random_w = true;
+            continue;
+        }
+        if (!strcmp(a, "--no-peak")) {
+            peak = false;
+            continue;
+        }
+        if (i + 1 >= argc) return fail("%s: missing value (see --help)", a);
+        const char *v = argv[++i];
+        int bad = 0;
+        char *end;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            dir = v;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) {
+            bad = parse_list(a, v, 0, 1 << 20, pp, &n_pp);
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
+            bad = parse_list(a, v, 0, 1 << 20, tg, &n_tg);
+        } else if (!strcmp(a, "--batch")) {
+            bad = parse_list(a, v, 1, 4096, batches, &n_batch);
+        } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
+            errno = 0;
+            reps = strtol(v, &end, 10);
+            if (errno || *end || end == v || reps < 1 || reps > 1000)
+                return fail("%s: '%s' is not an integer in [1, 1000]", a, v);
+        } else if (!strcmp(a, "--threads")) {
+            errno = 0;
+            threads = strtol(v, &end, 10);
+            if (errno || *end || end == v || threads < 0 || threads > 4096)
+                return fail("%s: '%s' is not an integer in [0, 4096]", a, v);
+        } else if (!strcmp(a, "--seed")) {
+            errno = 0;
+            seed = strtoull(v, &end, 10);
+            if (errno || *end || end == v || v[0] == '-')
+                return fail("%s: '%s' is not a non-negative integer", a, v);
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!strcmp(v, "md"))
+                fmt = OUT_MD;
+            else if (!strcmp(v, "json"))
+                fmt = OUT_JSON;
+            else if (!strcmp(v, "csv"))
+                fmt = OUT_CSV;
+            else
+                return fail("%s: '%s' is not md, json or csv", a, v);
+        } else if (!strcmp(a, "--backend")) {
+            if (!strcmp(v, "cpu"))
+                backend = TINFER_BACKEND_CPU;
+            else if (!strcmp(v, "cuda"))
+                backend = TINFER_BACKEND_CUDA;
+            else if (!strcmp(v, "auto"))
+                backend = TINFER_BACKEND_AUTO;
+            else
+                return fail("--backend: '%s' is not cpu, cuda or auto", v);
+        } else {
+            return fail("unknown option '%s' (see --help)", a);
+        }
+        if (bad) return 1;
+    }
+    if (!dir) return fail("-m DIR is required (see --help)");
+
+    tinfer_model_params mp = tinfer_model_default_params();
+    mp.backend = backend;
+    mp.n_threads = (int32_t)threads;
+    mp.random_weights = random_w;
+    mp.random_seed = seed;
+    bench b = {0};
+    fprintf(stderr, "tinfer-bench: loading %s%s\n", dir, random_w ? " (random weights)" : "");
+    if (tinfer_model_load(dir, &mp, &b.model) != TINFER_OK) return fail("%s", tinfer_last_error());
+    b.n_vocab = tinfer_model_n_vocab(b.model);
+    const tinfer_backend taken = tinfer_model_backend(b.model);
+    const int n_threads = threads > 0 ? (int)threads : omp_get_num_procs();
+    int32_t max_tok = 1;
+    for (int i = 0; i < n_pp; i++)
+        max_tok = pp[i] > max_tok ? pp[i] : max_tok;
+    for (int i = 0; i < n_batch; i++)
+        max_tok = batches[i] * BATCH_PROMPT > max_tok ? batches[i] * BATCH_PROMPT : max_tok;
+    b.tok = malloc((size_t)max_tok * sizeof *b.tok);
+    b.pos = malloc((size_t)max_tok * sizeof *b.pos);
+    b.seq = malloc((size_t)max_tok * sizeof *b.seq);
+    b.want = malloc((size_t)max_tok);
+    test_result *res = calloc(MAX_LIST * 3, sizeof *res);
+    int rc = 1, n_res = 0;
+    if (!b.tok || !b.pos || !b.seq || !b.want || !res) {
+        fail("out of memory");
+        goto done;
+    }
+    double peak_gbs = 0;
+    if (peak && taken == TINFER_BACKEND_CPU) {
+        fprintf(stderr, "tinfer-bench: measuring the CPU's read bandwidth\n");
+        peak_gbs = cpu_read_gbs(n_threads);
+    }
+    int n_tests = 0;
+    for (int i = 0; i < n_pp; i++)
+        n_tests += pp[i] > 0;
+    for (int i = 0; i < n_tg; i++)
+        n_tests += tg[i] > 0 ? (n_batch ? n_batch : 1) : 0;
+    for (int i = 0; i < n_pp; i++)
+        if (pp[i] > 0 &&
+            run_test(&b, 'p', pp[i], 1, (int)reps, 0, &res[n_res], n_res, n_tests) == 0)
+            n_res++;
+        else if (pp[i] > 0)
+            goto done;
+    for (int i = 0; i < n_tg; i++) {
+        if (tg[i] <= 0) continue;
+        for (int j = 0; j < (n_batch ? n_batch : 1); j++) {
+            if (run_test(&b, 'g', tg[i], n_batch ? batches[j] : 1, (int)reps, 0, &res[n_res], n_res,
+                         n_tests) != 0)
+                goto done;
+            n_res++;
+        }
+    }
+    if (isatty(2)) fprintf(stderr, "\r%60s\r", "");
+    print_results(fmt, tinfer_model_desc(b.model), (double)tinfer_model_n_params(b.model),
+                  tinfer_model_weight_bytes(b.model), taken == TINFER_BACKEND_CUDA ? "cuda" : "cpu",
+                  n_threads, peak_gbs, res, n_res);
+    rc = 0;
+done:
+    free(b.tok);
+    free(b.pos);
+    free(b.seq);
+    free(b.want);
+    free(res);
+    tinfer_model_free(b.model);
+    return rc;
+}

@@ -1,0 +1,18 @@
+# tests/bench: tinfer-bench and the random weights it measures with (label unit).
+#  - random_weights: a directory holding only config.json loads with random_weights; the same
+#    seed gives the same logits on any thread count, another seed others.
+#  - bench_cli: every test kind on the tiny fixture, JSON out (the batched decode test named).
+#  - bench_random: tinfer-bench --random-weights on the config-only directory, CSV out.
+set(_cfg_only ${CMAKE_CURRENT_BINARY_DIR}/config-only)
+configure_file(${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama/config.json
+               ${_cfg_only}/config.json COPYONLY)
+add_executable(test_random_weights ${CMAKE_CURRENT_LIST_DIR}/test_random_weights.c)
+target_link_libraries(test_random_weights PRIVATE tinfer ${MATH_LIB})
+add_test(NAME random_weights COMMAND test_random_weights ${_cfg_only})
+add_test(NAME bench_cli COMMAND tinfer-bench -m ${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama
+                                -p 32 -n 4 --batch 1,2 -r 2 -o json --no-peak)
+set_tests_properties(bench_cli PROPERTIES PASS_REGULAR_EXPRESSION "\"test\": \"tg4@b2\", \"n_prompt\": 0, \"n_gen\": 4, \"batch\": 2, \"avg_ts\": [1-9]")
+add_test(NAME bench_random COMMAND tinfer-bench -m ${_cfg_only} --random-weights -p 16 -n 2 -r 1
+                                   -o csv --no-peak)
+set_tests_properties(bench_random PROPERTIES PASS_REGULAR_EXPRESSION "random weights.*,tg2,0,2,1,[1-9]")
+set_tests_properties(random_weights bench_cli bench_random PROPERTIES LABELS unit TIMEOUT 120)
