@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the benchmark tables in README.md (and gemm/prefill/TABLE.md) from the committed
 # benchmark JSON written by tinfer-bench-gemm on the device. Nothing in those tables is typed by
-# hand: rerun the device scripts (scripts/gpu-fp32-run.sh, scripts/gpu-bf16-run.sh), commit their
-# JSON, then run this.
+# hand: rerun the device check (scripts/gpu/pack.sh here, scripts/gpu/run.sh on the GPU, phases
+# bench and long), commit its JSON, then run this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fp32_json=(gemm/prefill/results/bench-h200-nn.json gemm/prefill/results/bench-h200-nt.json)

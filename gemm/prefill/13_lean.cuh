@@ -28,7 +28,7 @@
  * 1214 (~1170, ~87% vs 76%).
  * Constraint: every element offset (row * ld + k) below 2^32; the launcher checks
  * (lean_offsets_ok) and runs rung 10's kernel with the same tile otherwise.
- * Measured (H200, run 6, 2026-12-02 15:47 UTC, `scripts/gpu-fp32-run.sh`, tuned config, % of
+ * Measured (H200, run 6, 2026-12-02 15:47 UTC, the FP32 device run, tuned config, % of
  * cuBLAS SGEMM in the same run): NN 4096 49.3 TFLOP/s = 95.9%, 4092 102.3%, 2048 95.9%, 8192
  * 97.2% (config 15, 128x256x16); NT 91.3 / 88.9 / 91.0 / 91.4% (config 16, 128x128x8, two
  * blocks per SM). Rung 10 on the same tiles: NN 86.0 / 91.9 / 85.2 / 87.0%, NT 73.8-74.3%.

@@ -10,7 +10,8 @@ if(TINFER_HAVE_CUDA)
   set_tests_properties(gemm_bf16 PROPERTIES LABELS gpu SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 
   # The benchmark as a standalone program (same source as `tinfer-bench-gemm bf16`), linking
-  # only cudart + cuBLAS (chart.c needs only the stb header), for the device runs (scripts/gpu-bf16-run.sh).
+  # only cudart + cuBLAS (chart.c needs only the stb header). The device check
+  # (scripts/gpu/tests.txt) runs `tinfer-bench-gemm bf16`, the same code.
   add_executable(tinfer-bench-gemm-bf16 ${CMAKE_CURRENT_LIST_DIR}/bench_main.c
                  ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16.cu
                  ${PROJECT_SOURCE_DIR}/examples/bench_gemm/chart.c

@@ -1,6 +1,6 @@
 # tests/gemm_fp32: every rung of the FP32 SGEMM ladder (gemm/prefill) against a CPU reference
 # with double accumulation. Label gpu; exits 77 (skipped) without a GPU. gemm_fp32_quick is
-# the reduced set run under compute-sanitizer on the device (scripts/gpu-fp32-run.sh).
+# the reduced set run under compute-sanitizer on the device (scripts/gpu/tests.txt).
 if(TINFER_HAVE_CUDA)
   add_executable(test_gemm_fp32 ${CMAKE_CURRENT_LIST_DIR}/test_sgemm.c
                  ${TINFER_BASE_SRC})

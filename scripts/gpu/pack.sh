@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# pack.sh — builds the GPU test and benchmark binaries named in scripts/gpu/tests.txt and packs
+# them, stripped, with the data paths the list names (fixtures, the tiny model dirs) and the list
+# itself into DEST/pack.tar.gz (gzip: the device has no zstd) for scripts/gpu/run.sh, which runs
+# them on the device without cmake. The binaries need only cudart and cuBLAS there.
+#
+# usage: bash scripts/gpu/pack.sh [BUILD_DIR] [DEST]
+#   BUILD_DIR  build folder (default build-gpu; configured with -DTINFER_CUDA=ON when it has no
+#              CMakeCache.txt yet, else built as configured)
+#   DEST       the folder the device run carries (default .devcarry, ignored by git)
+# Fails when a ctest test with label gpu has no `test` line in the list, or when the tarball is
+# larger than 60 MiB.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${1:-build-gpu}
+DEST=${2:-.devcarry}
+LIST=scripts/gpu/tests.txt
+MAX_MIB=60
+
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTINFER_CUDA=ON
+fi
+
+# the binaries (field 4; field 5 for profile lines) and data paths of the list
+bins=$(awk '!/^[[:space:]]*(#|$)/ {
+    if ($1 == "profile") print $5;
+    else if ($1 ~ /^(test|memcheck|racecheck|bench|longbench)$/ && $3 != "-") print $4 }' "$LIST" | sort -u)
+data=$(awk '$1 == "data" {print $2}' "$LIST")
+if [ -z "$bins" ]; then
+    echo "error: $LIST names no binaries" >&2
+    exit 1
+fi
+
+# shellcheck disable=SC2086
+cmake --build "$BUILD" -j"$(nproc)" --target $bins
+
+# every gpu-labelled ctest test must be in the list (the list is what the device runs), once
+dups=$(awk '$1 == "test" {print $2}' "$LIST" | sort | uniq -d)
+if [ -n "$dups" ]; then
+    echo "error: tests listed twice in $LIST: $dups" >&2
+    exit 1
+fi
+listed=$(awk '$1 == "test" {print $2}' "$LIST" | sort -u)
+missing=$(ctest --test-dir "$BUILD" -N -L gpu | sed -n 's/^ *Test *#[0-9]*: *//p' | sort -u | comm -23 - <(echo "$listed"))
+if [ -n "$missing" ]; then
+    echo "error: ctest tests with label gpu missing from $LIST (add a 'test' line each):" >&2
+    echo "$missing" >&2
+    exit 1
+fi
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/pack/bin"
+for b in $bins; do
+    if [ ! -x "$BUILD/bin/$b" ]; then
+        echo "error: $BUILD/bin/$b was not built" >&2
+        exit 1
+    fi
+    cp "$BUILD/bin/$b" "$stage/pack/bin/"
+    strip --strip-unneeded "$stage/pack/bin/$b"
+done
+for d in $data; do
+    if [ ! -e "$d" ]; then
+        echo "error: data path $d (in $LIST) does not exist" >&2
+        exit 1
+    fi
+    cp -r --parents "$d" "$stage/pack/"
+done
+cp "$LIST" "$stage/pack/tests.txt"
+{
+    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+    echo "packed $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+    echo "build $BUILD: $(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$BUILD/CMakeCache.txt") $(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD/CMakeCache.txt")"
+    nvcc --version 2>/dev/null | tail -1 || true
+} > "$stage/pack/MANIFEST"
+
+mkdir -p "$DEST"
+tar -C "$stage" -czf "$DEST/pack.tar.gz.tmp" pack
+size=$(stat -c %s "$DEST/pack.tar.gz.tmp")
+if [ "$size" -gt $((MAX_MIB * 1024 * 1024)) ]; then
+    rm -f "$DEST/pack.tar.gz.tmp"
+    echo "error: the pack is $((size / 1024 / 1024)) MiB, over $MAX_MIB MiB" >&2
+    exit 1
+fi
+mv "$DEST/pack.tar.gz.tmp" "$DEST/pack.tar.gz"
+echo "$DEST/pack.tar.gz: $((size / 1024)) KiB; binaries: $(tr "\n" " " <<< "$bins")"
