@@ -31,3 +31,12 @@ add_executable(test_cuda_plan ${TINFER_MODEL_TEST_DIR}/test_cuda_plan.c ${PROJEC
 target_include_directories(test_cuda_plan PRIVATE ${TINFER_INCLUDE_DIRS})
 add_test(NAME cuda_plan COMMAND test_cuda_plan)
 set_tests_properties(cuda_plan PROPERTIES LABELS unit TIMEOUT 30)
+
+# gpu_model (label gpu; skipped without a GPU): the CUDA backend against the CPU backend on
+# random-weight models of committed configs (a small one with head_dim 64, SmolLM2-135M's):
+# logits within the BF16 bound, prefill = decode, greedy tokens, batched = alone.
+add_executable(test_gpu_model ${TINFER_MODEL_TEST_DIR}/test_gpu_model.c)
+target_link_libraries(test_gpu_model PRIVATE tinfer ${MATH_LIB})
+add_test(NAME gpu_model COMMAND test_gpu_model ${TINFER_MODEL_TEST_DIR}/fixtures/config-small64
+                                ${TINFER_MODEL_TEST_DIR}/fixtures/config-smollm2)
+set_tests_properties(gpu_model PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE ${TINFER_TEST_SKIP})

@@ -1,0 +1,243 @@
+/*
+ * test_gpu_model.c — the CUDA backend against the CPU backend on the same model (label gpu;
+ * exit 77, skipped, where the CUDA backend cannot load: no GPU, or a build without CUDA).
+ *
+ *   test_gpu_model CONFIG_DIR [CONFIG_DIR...]
+ *
+ * Each directory holds a config.json; both backends load it with the same random weights
+ * (tinfer_model_params.random_weights, seed 7), so they read identical BF16 weights. Checks:
+ *   1. logits, GPU vs CPU, after a 37-token prefill (every row's logits) and after 8 decode
+ *      steps: relative RMS error <= TOL_REL_RMS, and the argmax agrees on >= 90% of the rows;
+ *   2. prefill = decode on the GPU: the logits of position t from the prefill equal those of
+ *      the same tokens fed one at a time, within the same bound;
+ *   3. greedy tokens: 16 tokens from a 5-token prompt, identical on both backends;
+ *   4. batched decode: 4 sequences of different prompt lengths decoded together (M = 4 every
+ *      step) give each sequence the tokens it gets decoded alone, on the GPU.
+ * Tolerance: the GPU rounds every GEMM input (normed activations, attention output, SwiGLU
+ * output) and the KV cache to BF16 (8 significant bits, relative error <= 2^-9), four to five
+ * roundings per layer, where the CPU keeps F32. Independent roundings add in quadrature: 30
+ * layers x 5 x 2^-9 / sqrt(3) (uniform rounding error) ~ 0.014 relative RMS on the residual
+ * stream; the final norm and the LM head keep it. TOL_REL_RMS = 0.05 leaves 3x for the
+ * correlated part; an indexing or layout bug gives O(1). NaN fails every comparison.
+ */
+#include "tinfer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL_REL_RMS 0.05
+#define N_PROMPT 37
+#define N_DECODE 8
+#define N_GREEDY 16
+
+static int g_fail;
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            g_fail++;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static tinfer_model *load(const char *dir, tinfer_backend be, tinfer_status *rc) {
+    tinfer_model_params mp = tinfer_model_default_params();
+    mp.backend = be;
+    mp.random_weights = true;
+    mp.random_seed = 7;
+    tinfer_model *m = NULL;
+    *rc = tinfer_model_load(dir, &mp, &m);
+    return m;
+}
+
+static tinfer_context *context(tinfer_model *m, int32_t n_seq) {
+    tinfer_context_params cp = tinfer_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_seq_max = n_seq;
+    cp.n_batch = 256;
+    tinfer_context *c = NULL;
+    if (tinfer_context_init(m, &cp, &c) != TINFER_OK) {
+        printf("FAIL context: %s\n", tinfer_last_error());
+        g_fail++;
+    }
+    return c;
+}
+
+/* relative RMS difference of two rows of n logits; NaN when either holds a NaN */
+static double rel_rms(const float *a, const float *ref, int32_t n) {
+    double d = 0, r = 0;
+    for (int32_t i = 0; i < n; i++) {
+        d += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
+        r += (double)ref[i] * ref[i];
+    }
+    return sqrt(d / (r > 0 ? r : 1));
+}
+
+static int32_t argmax(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* Prefill N_PROMPT tokens with every row's logits into out[N_PROMPT][V], then N_DECODE steps
+ * (the token fed: tok[N_PROMPT + k]) with their logits after it. */
+static int run(tinfer_context *c, const tinfer_token *tok, int32_t V, float *out) {
+    int32_t pos[N_PROMPT], seq[N_PROMPT] = {0};
+    int8_t want[N_PROMPT];
+    for (int32_t i = 0; i < N_PROMPT; i++)
+        pos[i] = i, want[i] = 1;
+    tinfer_batch b = {N_PROMPT, tok, pos, seq, want};
+    if (tinfer_decode(c, &b) != TINFER_OK) return -1;
+    for (int32_t i = 0; i < N_PROMPT; i++)
+        memcpy(out + (size_t)i * V, tinfer_get_logits(c, i), (size_t)V * sizeof(float));
+    for (int32_t k = 0; k < N_DECODE; k++) {
+        int32_t p = N_PROMPT + k, s = 0;
+        tinfer_batch one = {1, &tok[N_PROMPT + k], &p, &s, NULL};
+        if (tinfer_decode(c, &one) != TINFER_OK) return -1;
+        memcpy(out + (size_t)(N_PROMPT + k) * V, tinfer_get_logits(c, 0),
+               (size_t)V * sizeof(float));
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s CONFIG_DIR...\n", argv[0]);
+        return 2;
+    }
+    for (int a = 1; a < argc; a++) {
+        const char *dir = argv[a];
+        tinfer_status rc;
+        tinfer_model *g = load(dir, TINFER_BACKEND_CUDA, &rc);
+        if (!g) {
+            printf("SKIP: the CUDA backend does not load here: %s\n", tinfer_last_error());
+            return rc == TINFER_ERR_NO_DEVICE ? 77 : 1;
+        }
+        tinfer_model *cpu = load(dir, TINFER_BACKEND_CPU, &rc);
+        CHECK(cpu, "CPU load: %s", tinfer_last_error());
+        if (!cpu) return 1;
+        printf("%s\n  gpu: %s\n  cpu: %s\n", dir, tinfer_model_desc(g), tinfer_model_desc(cpu));
+        const int32_t V = tinfer_model_n_vocab(g), R = N_PROMPT + N_DECODE;
+        tinfer_token tok[N_PROMPT + N_DECODE];
+        uint64_t x = 0x9E3779B97F4A7C15ull;
+        for (int32_t i = 0; i < R; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            tok[i] = (tinfer_token)(x % (uint64_t)V);
+        }
+        float *lg = malloc((size_t)R * V * sizeof(float)),
+              *lc = malloc((size_t)R * V * sizeof(float));
+        tinfer_context *cg = context(g, 4), *cc = context(cpu, 1);
+        if (!lg || !lc || !cg || !cc) return 1;
+
+        /* 1. GPU vs CPU */
+        CHECK(run(cg, tok, V, lg) == 0, "gpu run: %s", tinfer_context_last_error(cg));
+        CHECK(run(cc, tok, V, lc) == 0, "cpu run: %s", tinfer_context_last_error(cc));
+        double worst = 0;
+        int agree = 0;
+        for (int32_t r = 0; r < R; r++) {
+            double e = rel_rms(lg + (size_t)r * V, lc + (size_t)r * V, V);
+            worst = !(e <= worst) ? e : worst; /* NaN sticks */
+            agree += argmax(lg + (size_t)r * V, V) == argmax(lc + (size_t)r * V, V);
+        }
+        printf("  gpu vs cpu: worst relative RMS %.4f over %d rows, argmax agrees on %d\n", worst,
+               (int)R, agree);
+        CHECK(worst <= TOL_REL_RMS, "gpu vs cpu logits: relative RMS %.4f > %.2f", worst,
+              TOL_REL_RMS);
+        CHECK(agree * 10 >= R * 9, "argmax agrees on %d of %d rows", agree, (int)R);
+
+        /* 2. prefill = decode on the GPU: feed the same tokens one at a time */
+        tinfer_seq_clear(cg, -1);
+        double worst_pd = 0;
+        for (int32_t i = 0; i < N_PROMPT; i++) {
+            int32_t p = i, s = 0;
+            tinfer_batch one = {1, &tok[i], &p, &s, NULL};
+            CHECK(tinfer_decode(cg, &one) == TINFER_OK, "decode %d", (int)i);
+            double e = rel_rms(tinfer_get_logits(cg, 0), lg + (size_t)i * V, V);
+            worst_pd = !(e <= worst_pd) ? e : worst_pd;
+        }
+        printf("  gpu prefill vs decode: worst relative RMS %.4f\n", worst_pd);
+        CHECK(worst_pd <= TOL_REL_RMS, "prefill vs decode: %.4f", worst_pd);
+
+        /* 3. greedy tokens, GPU = CPU; 4. batched = alone on the GPU */
+        tinfer_token gg[4][N_GREEDY], gb[4][N_GREEDY], gc[N_GREEDY];
+        const int32_t plen[4] = {5, 1, 12, 30};
+        for (int32_t s = 0; s < 4; s++) { /* alone, GPU */
+            tinfer_seq_clear(cg, -1);
+            int32_t pos[32], seq[32] = {0};
+            for (int32_t i = 0; i < plen[s]; i++)
+                pos[i] = i;
+            tinfer_batch b = {plen[s], tok + s, pos, seq, NULL};
+            CHECK(tinfer_decode(cg, &b) == TINFER_OK, "greedy prefill");
+            const float *l = tinfer_get_logits(cg, plen[s] - 1);
+            for (int32_t k = 0; k < N_GREEDY; k++) {
+                gg[s][k] = argmax(l, V);
+                int32_t p = plen[s] + k, q = 0;
+                tinfer_batch one = {1, &gg[s][k], &p, &q, NULL};
+                CHECK(tinfer_decode(cg, &one) == TINFER_OK, "greedy step");
+                l = tinfer_get_logits(cg, 0);
+            }
+        }
+        { /* sequence 0 on the CPU */
+            tinfer_seq_clear(cc, -1);
+            int32_t pos[8] = {0, 1, 2, 3, 4}, seq[8] = {0};
+            tinfer_batch b = {plen[0], tok, pos, seq, NULL};
+            CHECK(tinfer_decode(cc, &b) == TINFER_OK, "cpu greedy prefill");
+            const float *l = tinfer_get_logits(cc, plen[0] - 1);
+            for (int32_t k = 0; k < N_GREEDY; k++) {
+                gc[k] = argmax(l, V);
+                int32_t p = plen[0] + k, q = 0;
+                tinfer_batch one = {1, &gc[k], &p, &q, NULL};
+                CHECK(tinfer_decode(cc, &one) == TINFER_OK, "cpu greedy step");
+                l = tinfer_get_logits(cc, 0);
+            }
+        }
+        CHECK(memcmp(gg[0], gc, sizeof gc) == 0, "greedy tokens differ between GPU and CPU");
+        { /* the 4 sequences together: prompts in one step, then M = 4 per step */
+            tinfer_seq_clear(cg, -1);
+            tinfer_token bt[64];
+            int32_t pos[64], seq[64], n = 0;
+            int8_t want[64];
+            for (int32_t s = 0; s < 4; s++)
+                for (int32_t i = 0; i < plen[s]; i++, n++) {
+                    bt[n] = tok[s + i];
+                    pos[n] = i;
+                    seq[n] = s;
+                    want[n] = i == plen[s] - 1;
+                }
+            tinfer_batch b = {n, bt, pos, seq, want};
+            CHECK(tinfer_decode(cg, &b) == TINFER_OK, "batched prefill");
+            int32_t row[4], at = 0;
+            for (int32_t s = 0; s < 4; s++)
+                row[s] = (at += plen[s]) - 1;
+            for (int32_t k = 0; k < N_GREEDY; k++) {
+                for (int32_t s = 0; s < 4; s++)
+                    gb[s][k] = argmax(tinfer_get_logits(cg, row[s]), V);
+                for (int32_t s = 0; s < 4; s++) {
+                    bt[s] = gb[s][k];
+                    pos[s] = plen[s] + k;
+                    seq[s] = s;
+                    want[s] = 1;
+                    row[s] = s;
+                }
+                tinfer_batch step = {4, bt, pos, seq, want};
+                CHECK(tinfer_decode(cg, &step) == TINFER_OK, "batched step");
+            }
+        }
+        for (int32_t s = 0; s < 4; s++)
+            CHECK(memcmp(gg[s], gb[s], sizeof gb[s]) == 0,
+                  "sequence %d: batched decode differs from alone", (int)s);
+        free(lg);
+        free(lc);
+        tinfer_context_free(cg);
+        tinfer_context_free(cc);
+        tinfer_model_free(g);
+        tinfer_model_free(cpu);
+    }
+    if (g_fail) return 1;
+    printf("gpu model: ok\n");
+    return 0;
+}
