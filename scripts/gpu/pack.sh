@@ -59,6 +59,16 @@ for b in $bins; do
     cp "$BUILD/bin/$b" "$stage/pack/bin/"
     strip --strip-unneeded "$stage/pack/bin/$b"
 done
+# Libraries the device image may lack (the model-level binaries link libtinfer, which needs
+# cJSON, PCRE2 and OpenMP's runtime): copied into pack/lib, which run.sh puts on
+# LD_LIBRARY_PATH. The C library, the CUDA libraries and the driver stay the device's own.
+mkdir -p "$stage/pack/lib"
+for b in $bins; do
+    ldd "$BUILD/bin/$b" | awk '$3 ~ /^\// {print $3}' |
+        grep -E '/lib(tinfer|cjson|pcre2-8|gomp|stdc\+\+|gcc_s)\.so' || true
+done | sort -u | while read -r lib; do
+    cp -L "$lib" "$stage/pack/lib/"
+done
 for d in $data; do
     if [ ! -e "$d" ]; then
         echo "error: data path $d (in $LIST) does not exist" >&2

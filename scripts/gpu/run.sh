@@ -68,6 +68,8 @@ finish() { # writes summary.json and table.txt, tars the logs, prints the table;
 
 # ---- unpack ----
 PACK=$WORK/pack
+# libraries pack.sh bundled (cJSON, PCRE2, OpenMP's runtime) for the model-level binaries
+export LD_LIBRARY_PATH="$PACK/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if [ ! -f "$SRC/pack.tar.gz" ]; then
     record unpack FAIL 0 "$SRC/pack.tar.gz missing: run scripts/gpu/pack.sh first"
     finish

@@ -36,7 +36,8 @@ set_tests_properties(cuda_plan PROPERTIES LABELS unit TIMEOUT 30)
 # random-weight models of committed configs (a small one with head_dim 64, SmolLM2-135M's):
 # logits within the BF16 bound, prefill = decode, greedy tokens, batched = alone.
 add_executable(test_gpu_model ${TINFER_MODEL_TEST_DIR}/test_gpu_model.c)
-target_link_libraries(test_gpu_model PRIVATE tinfer ${MATH_LIB})
+# the shared library: the GPU pack carries the kernels once, not once per program
+target_link_libraries(test_gpu_model PRIVATE tinfer_shared ${MATH_LIB})
 add_test(NAME gpu_model COMMAND test_gpu_model ${TINFER_MODEL_TEST_DIR}/fixtures/config-small64
                                 ${TINFER_MODEL_TEST_DIR}/fixtures/config-smollm2)
 set_tests_properties(gpu_model PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
