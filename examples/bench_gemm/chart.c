@@ -1,8 +1,9 @@
 /*
  * chart.c — line chart to PNG (see chart.h): an RGB canvas, Bresenham lines two pixels wide,
  * a 5x7 bitmap font drawn at scale 2, "nice" linear ticks (1/2/5 x 10^k), log2 x ticks at
- * powers of two, and stb_image_write for the PNG. The glyph table below was drawn by hand for
- * this file: 7 rows per glyph, 5 bits per row, bit 4 = leftmost pixel.
+ * powers of two, per-series styles (line, dots, both) and point labels, and stb_image_write for
+ * the PNG. The glyph table below was drawn by hand for this file: 7 rows per glyph, 5 bits per
+ * row, bit 4 = leftmost pixel.
  */
 #include "chart.h"
 
@@ -58,6 +59,7 @@ static const glyph k_font[] = {
     {'<', {0x02, 0x04, 0x08, 0x10, 0x08, 0x04, 0x02}},
     {'=', {0x00, 0x00, 0x1F, 0x00, 0x1F, 0x00, 0x00}},
     {'>', {0x08, 0x04, 0x02, 0x01, 0x02, 0x04, 0x08}},
+    {'@', {0x0E, 0x11, 0x17, 0x15, 0x17, 0x10, 0x0F}},
     {'A', {0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
     {'B', {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}},
     {'C', {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}},
@@ -279,13 +281,18 @@ int tinfer_chart_write_png(const char *path, const tinfer_chart_spec *spec,
     /* series */
     for (int32_t s = 0; s < n_series; s++) {
         const unsigned char *col = k_colors[s % 16];
+        const tinfer_chart_series_opts *o = spec->opts ? &spec->opts[s] : NULL;
+        const int lines = !o || o->style != TINFER_CHART_DOTS;
+        const int dots = !o || o->style != TINFER_CHART_LINE;
         int have = 0, lx = 0, ly = 0;
         for (int32_t i = 0; i < series[s].n; i++) {
             double x = series[s].x[i], y = series[s].y[i];
             if (!isfinite(x) || !isfinite(y) || y <= 0 || (spec->log2_x && x <= 0)) continue;
             int px = PX(spec->log2_x ? log2(x) : x), py = PY(spec->log10_y ? log10(y) : y);
-            if (have) line(&cv, lx, ly, px, py, 2, col);
-            fill_rect(&cv, px - 3, py - 3, px + 3, py + 3, col);
+            if (have && lines) line(&cv, lx, ly, px, py, 2, col);
+            if (dots) fill_rect(&cv, px - 3, py - 3, px + 3, py + 3, col);
+            if (o && o->labels && o->labels[i])
+                text(&cv, px + 7, py - GLYPH_H - 2, o->labels[i], 0, black);
             lx = px; ly = py; have = 1;
         }
         /* legend entry */

@@ -7,6 +7,8 @@
  * module needs nothing but stb_image_write (Debian libstb-dev, <stb/stb_image_write.h>).
  * The x axis can be log2 (GEMM sizes 128..8192); the y axis is linear from 0 (or log10).
  * Points with y <= 0 or non-finite x/y are skipped (a rung not measured at that size).
+ * Optional per-series options (spec.opts) draw a series as a line only (a roof) or as dots only
+ * (unconnected measurements), and write a label beside each point.
  */
 #ifndef TINFER_BENCH_CHART_H
 #define TINFER_BENCH_CHART_H
@@ -25,6 +27,18 @@ typedef struct tinfer_chart_series {
     int32_t n;
 } tinfer_chart_series;
 
+/* How a series is drawn; zeroed (or spec.opts NULL) = a line with dot markers, no labels. */
+typedef enum {
+    TINFER_CHART_LINE_DOTS = 0,
+    TINFER_CHART_LINE = 1, /* no markers */
+    TINFER_CHART_DOTS = 2  /* markers only, not connected */
+} tinfer_chart_style;
+
+typedef struct tinfer_chart_series_opts {
+    tinfer_chart_style style;
+    const char *const *labels; /* [n] text right of each point (NULL entries skipped), or NULL */
+} tinfer_chart_series_opts;
+
 typedef struct tinfer_chart_spec {
     const char *title;   /* drawn above the plot; may be NULL */
     const char *x_label; /* e.g. "M = N = K" */
@@ -33,6 +47,7 @@ typedef struct tinfer_chart_spec {
     int log10_y;         /* 1: y axis in log10 (else linear from 0) */
     int32_t width;       /* pixels; 0 -> 1000 */
     int32_t height;      /* pixels; 0 -> 640 */
+    const tinfer_chart_series_opts *opts; /* [n_series] or NULL (every series LINE_DOTS) */
 } tinfer_chart_spec;
 
 /* Writes the chart to `path` as an RGB PNG. Returns 0, or -1 with a one-line reason in
