@@ -49,6 +49,8 @@ static void usage(FILE *f) {
             "  --drain-timeout S      on SIGINT/SIGTERM, seconds to let requests finish (default "
             "30)\n"
             "  --quiet                no per-request log line\n"
+            "  --random-weights       benchmarks: random weights of config.json's shapes (the\n"
+            "                         model directory needs only config.json + tokenizer.json)\n"
             "  --debug-step-delay-ms N  sleep N ms after every forward step (tests: a slow\n"
             "                         device on demand, so queues fill and streams last)\n"
             "  -h, --help             this text\n"
@@ -106,7 +108,7 @@ int main(int argc, char **argv) {
     const char *model_dir = NULL, *host = "127.0.0.1", *alias = NULL;
     long port = 8080, parallel = 4, n_ctx = 0, n_batch = 512, queue = 64, threads = 0;
     long max_body = 1 << 20, max_conn = 256, drain_s = 30, step_delay_ms = 0;
-    bool quiet = false;
+    bool quiet = false, random_weights = false;
     tinfer_backend backend = TINFER_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -116,6 +118,10 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--quiet")) {
             quiet = true;
+            continue;
+        }
+        if (!strcmp(a, "--random-weights")) {
+            random_weights = true;
             continue;
         }
         if (i + 1 >= argc)
@@ -209,6 +215,8 @@ int main(int argc, char **argv) {
     tinfer_model_params mp = tinfer_model_default_params();
     mp.backend = backend;
     mp.n_threads = (int32_t)threads;
+    mp.random_weights = random_weights;
+    mp.random_seed = 1;
     if (tinfer_model_load(model_dir, &mp, &model) != TINFER_OK) {
         fail("%s", tinfer_last_error());
         goto done;
