@@ -191,7 +191,9 @@ TINFER_API int32_t tinfer_context_n_ctx(const tinfer_context *ctx);
 /* A batch: n_tokens entries, each a token at a position in a sequence. Several sequences may
  * share one call (prefill of one while decoding another). Positions within a sequence must
  * continue that sequence's cache: pos == number of tokens already cached for seq_id, in order.
- * logits[i] != 0 asks for the logits after token i. */
+ * logits[i] asks what comes after token i: 0 nothing, 1 the logits (and the argmax), 2 only the
+ * most likely token (tinfer_get_argmax: on a GPU computed there, so one id is copied to the host
+ * instead of n_vocab floats: greedy decoding without a repetition penalty needs no more). */
 typedef struct tinfer_batch {
     int32_t n_tokens;
     const tinfer_token *token; /* [n_tokens] */
@@ -205,6 +207,10 @@ TINFER_API tinfer_status tinfer_decode(tinfer_context *ctx, const tinfer_batch *
 
 /* Logits [n_vocab] of batch entry i of the last tinfer_decode call (NULL if not requested). */
 TINFER_API const float *tinfer_get_logits(const tinfer_context *ctx, int32_t i);
+/* The most likely token after batch entry i of the last tinfer_decode call (argmax of its
+ * logits, ties to the lowest id, as the greedy sampler picks), for entries that asked for
+ * logits (1) or for the argmax only (2); -1 otherwise. */
+TINFER_API tinfer_token tinfer_get_argmax(const tinfer_context *ctx, int32_t i);
 
 /* Tokens cached for a sequence; forgetting a sequence (seq_id < 0: all) empties its cache. */
 TINFER_API int32_t tinfer_seq_len(const tinfer_context *ctx, int32_t seq_id);

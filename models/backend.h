@@ -143,9 +143,12 @@ typedef struct tinfer_backend_ops {
     /* ATT = causal GQA attention of every token's q (in QKV) against its sequence's cache of
      * this layer, rows 0..pos (its own row included: rope_kv wrote it). */
     tinfer_status (*attention)(void *cs, int32_t layer);
-    /* The logits of the plan's out_rows in host memory, [n_out, V], valid until the next begin.
-     * Waits for the step to finish. */
-    tinfer_status (*logits)(void *cs, const float **host_logits);
+    /* The most likely token of each of the plan's out_rows (argmax, ties to the lowest id, NaN
+     * never wins, a row of only NaN gives 0), [n_out] in host memory, and, when need_logits,
+     * the rows' logits [n_out, V] (else *host_logits = NULL: a GPU then copies n_out ids
+     * instead of n_out x V floats). Valid until the next begin. Waits for the step to finish. */
+    tinfer_status (*logits)(void *cs, bool need_logits, const float **host_logits,
+                            const int32_t **host_ids);
     /* The message of the last failing call of this context ("" if none). */
     const char *(*last_error)(const void *cs);
 } tinfer_backend_ops;

@@ -33,7 +33,8 @@ typedef struct cpu_ctx {
     int32_t n_seq, n_ctx, n_batch, n_threads;
     float *buf[TINFER_BUF_COUNT]; /* LOGITS: [cap_logits, V] */
     int64_t width[TINFER_BUF_COUNT];
-    float *gu; /* [n_batch, 2F] gate|up before swiglu */
+    float *gu;    /* [n_batch, 2F] gate|up before swiglu */
+    int32_t *ids; /* [cap_logits] argmax of each logits row */
     float *k_cache, *v_cache;
     int32_t cap_logits;
     const tinfer_batch_plan *plan;
@@ -86,6 +87,7 @@ static void cpu_ctx_free(void *cs) {
     for (int b = 0; b < TINFER_BUF_COUNT; b++)
         free(c->buf[b]);
     free(c->gu);
+    free(c->ids);
     free(c->k_cache);
     free(c->v_cache);
     free(c);
@@ -125,9 +127,10 @@ static tinfer_status cpu_ctx_init(void *model_state, int32_t n_seq, int32_t n_ct
     }
     if (ok) {
         c->gu = malloc((size_t)n_batch * 2 * (size_t)F * sizeof(float));
+        c->ids = malloc((size_t)c->cap_logits * sizeof(int32_t));
         c->k_cache = malloc((size_t)kv_elems * sizeof(float));
         c->v_cache = malloc((size_t)kv_elems * sizeof(float));
-        ok = c->gu && c->k_cache && c->v_cache;
+        ok = c->gu && c->ids && c->k_cache && c->v_cache;
     }
     if (!ok) {
         cpu_ctx_free(c);
@@ -153,6 +156,11 @@ static tinfer_status cpu_begin(void *cs, const tinfer_batch_plan *plan) {
             return tinfer_err_set(&c->err, TINFER_ERR_OUT_OF_MEMORY,
                                   "out of memory: logits for %d rows", (int)plan->n_out);
         c->buf[TINFER_BUF_LOGITS] = p;
+        int32_t *ids = realloc(c->ids, (size_t)plan->n_out * sizeof(int32_t));
+        if (!ids)
+            return tinfer_err_set(&c->err, TINFER_ERR_OUT_OF_MEMORY,
+                                  "out of memory: logits for %d rows", (int)plan->n_out);
+        c->ids = ids;
         c->cap_logits = plan->n_out;
     }
     if (omp_get_max_threads() != c->n_threads) omp_set_num_threads(c->n_threads);
@@ -246,8 +254,19 @@ static tinfer_status cpu_attention(void *cs, int32_t layer) {
     return TINFER_OK;
 }
 
-static tinfer_status cpu_logits(void *cs, const float **host_logits) {
-    *host_logits = ((cpu_ctx *)cs)->buf[TINFER_BUF_LOGITS];
+static tinfer_status cpu_logits(void *cs, bool need_logits, const float **host_logits,
+                                const int32_t **host_ids) {
+    cpu_ctx *c = cs;
+    const int64_t V = c->width[TINFER_BUF_LOGITS];
+    for (int32_t r = 0; r < c->plan->n_out; r++) { /* the GPU's argmax rule (ops/cuda) */
+        const float *x = c->buf[TINFER_BUF_LOGITS] + (size_t)r * (size_t)V;
+        int32_t best = -1;
+        for (int32_t i = 0; i < V; i++)
+            if (x[i] == x[i] && (best < 0 || x[i] > x[best])) best = i;
+        c->ids[r] = best < 0 ? 0 : best;
+    }
+    *host_logits = need_logits ? c->buf[TINFER_BUF_LOGITS] : NULL;
+    *host_ids = c->ids;
     return TINFER_OK;
 }
 

@@ -53,6 +53,7 @@ typedef struct cuda_ctx {
     float *h_logits;    /* pinned host [n_logits, V] */
     bool logits_own;    /* logits was allocated apart from mem (after growing) */
     int32_t *h_meta;    /* pinned host staging of the metadata block */
+    int32_t *h_ids;     /* pinned host [n_batch]: each logits row's argmax */
     tinfer_op_cuda_kv kv;
     /* this step */
     const tinfer_batch_plan *bp;
@@ -268,6 +269,7 @@ static void cuda_ctx_free(void *cs) {
     cudaFree(c->mem);
     cudaFreeHost(c->h_logits);
     cudaFreeHost(c->h_meta);
+    cudaFreeHost(c->h_ids);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
 }
@@ -311,7 +313,8 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
     if (cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cudaMalloc((void **)&c->mem, p->total) != cudaSuccess ||
         cudaMallocHost((void **)&c->h_logits, p->logits_bytes) != cudaSuccess ||
-        cudaMallocHost((void **)&c->h_meta, p->meta_bytes) != cudaSuccess) {
+        cudaMallocHost((void **)&c->h_meta, p->meta_bytes) != cudaSuccess ||
+        cudaMallocHost((void **)&c->h_ids, (size_t)n_batch * sizeof(int32_t)) != cudaSuccess) {
         cudaGetLastError();
         rc = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
                             "cuda backend: allocating the context's %zu device bytes (+ %zu "
@@ -471,15 +474,29 @@ static tinfer_status cuda_attention(void *cs, int32_t layer) {
     return rc;
 }
 
-static tinfer_status cuda_logits(void *cs, const float **host_logits) {
+static tinfer_status cuda_logits(void *cs, bool need_logits, const float **host_logits,
+                                 const int32_t **host_ids) {
     cuda_ctx *c = cs;
-    const size_t bytes = (size_t)c->bp->n_out * (size_t)c->m->cfg->n_vocab * sizeof(float);
-    if (bytes)
+    const int32_t n_out = c->bp->n_out, V = c->m->cfg->n_vocab;
+    int32_t *d_ids = (int32_t *)(c->mem + c->plan.ids);
+    if (n_out > 0) {
+        /* greedy decoding needs only these n_out ids: the logits stay on the device */
+        tinfer_status rc = tinfer_op_cuda_argmax(d_ids, c->logits, n_out, V, V, c->stream, &c->err);
+        if (rc != TINFER_OK) return rc;
         CUDA_OK(&c->err,
-                cudaMemcpyAsync(c->h_logits, c->logits, bytes, cudaMemcpyDeviceToHost, c->stream),
-                "downloading the logits");
+                cudaMemcpyAsync(c->h_ids, d_ids, (size_t)n_out * sizeof(int32_t),
+                                cudaMemcpyDeviceToHost, c->stream),
+                "downloading the argmax");
+        if (need_logits)
+            CUDA_OK(&c->err,
+                    cudaMemcpyAsync(c->h_logits, c->logits,
+                                    (size_t)n_out * (size_t)V * sizeof(float),
+                                    cudaMemcpyDeviceToHost, c->stream),
+                    "downloading the logits");
+    }
     CUDA_OK(&c->err, cudaStreamSynchronize(c->stream), "the step's kernels");
-    *host_logits = c->h_logits;
+    *host_logits = need_logits ? c->h_logits : NULL;
+    *host_ids = c->h_ids;
     return TINFER_OK;
 }
 

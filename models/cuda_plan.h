@@ -9,8 +9,9 @@
  * embedding table, stored once.
  * Context: K and V caches BF16 [n_seq][n_layer][n_ctx][KV] each; activations for n_batch tokens
  * (x F32 [n, E]; xb, qkv, att, act BF16); logits F32 [n_logits, V] on the device and in pinned
- * host memory; the step's metadata (int32: tok, pos, seq, out_rows [n_batch], attention tiles
- * 3 x max_tiles, decode list [n_batch]); the split-KV attention workspace.
+ * host memory; the argmax of each logits row (int32 [n_batch]); the step's metadata (int32:
+ * tok, pos, seq, out_rows [n_batch], attention tiles 3 x max_tiles, decode list [n_batch]); the
+ * split-KV attention workspace.
  */
 #ifndef TINFER_MODELS_CUDA_PLAN_H
 #define TINFER_MODELS_CUDA_PLAN_H
@@ -32,7 +33,7 @@ int32_t tinfer_cuda_max_attn_tiles(int32_t n_batch, int32_t n_seq, int32_t tile)
 
 typedef struct tinfer_cuda_ctx_plan {
     /* byte offsets into the one device allocation */
-    size_t k, v, x, xb, qkv, att, act, logits, meta, ws;
+    size_t k, v, x, xb, qkv, att, act, logits, ids, meta, ws;
     size_t kv_bytes;     /* both caches */
     size_t act_bytes;    /* x, xb, qkv, att, act */
     size_t logits_bytes; /* device logits (the pinned host copy is the same size again) */

@@ -292,8 +292,10 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
                                    const tinfer_llama_config *cfg, const tinfer_llama_weights *w,
                                    tinfer_llama_scratch *s, int32_t n, const int32_t *token,
                                    const int32_t *pos, const int32_t *seq, const int32_t *out_rows,
-                                   int32_t n_out, const float **logits, tinfer_err *err) {
+                                   int32_t n_out, bool need_logits, const float **logits,
+                                   const int32_t **ids, tinfer_err *err) {
     *logits = NULL;
+    *ids = NULL;
     if (n < 1 || n > s->n_batch || n_out < 0 || n_out > n)
         return tinfer_err_set(err, TINFER_ERR_INTERNAL,
                               "llama forward: batch of %d tokens (%d logits) for scratch of %d",
@@ -357,6 +359,6 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
         OP(LM_HEAD, be->matmul(cs, TINFER_BUF_LOGITS, TINFER_BUF_XB, &w->lm_head, NULL, V, E,
                                TINFER_EPI_STORE, true));
     }
-    OP(LM_HEAD, be->logits(cs, logits));
+    OP(LM_HEAD, be->logits(cs, need_logits, logits, ids));
     return TINFER_OK;
 }

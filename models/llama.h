@@ -89,12 +89,14 @@ void tinfer_llama_scratch_free(tinfer_llama_scratch *s);
 /* One forward pass over a validated batch of n tokens (1 <= n <= n_batch): token[i] at
  * position pos[i] of sequence seq[i]; positions of each sequence are contiguous and ascending
  * in batch order and continue its cache. Writes K and V of every token into the backend's
- * cache and leaves, for the n_out batch indices out_rows[j] (ascending), logits[j, :V] in host
- * memory at *logits (the backend's buffer, valid until its next step). */
+ * cache and leaves, for the n_out batch indices out_rows[j] (ascending), the most likely token
+ * ids[j] and, when need_logits, logits[j, :V] in host memory (the backend's buffers, valid
+ * until its next step; *logits NULL otherwise). */
 tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
                                    const tinfer_llama_config *cfg, const tinfer_llama_weights *w,
                                    tinfer_llama_scratch *s, int32_t n, const int32_t *token,
                                    const int32_t *pos, const int32_t *seq, const int32_t *out_rows,
-                                   int32_t n_out, const float **logits, tinfer_err *err);
+                                   int32_t n_out, bool need_logits, const float **logits,
+                                   const int32_t **ids, tinfer_err *err);
 
 #endif

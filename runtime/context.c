@@ -35,12 +35,14 @@ struct tinfer_context {
     const tinfer_backend_ops *ops;
     void *bc; /* the backend's context: KV cache, activations, logits */
     int32_t n_ctx, n_seq_max, n_batch;
-    int32_t *seq_len;     /* [n_seq_max] tokens cached per sequence */
-    int32_t *seq_count;   /* [n_seq_max] validation scratch: tokens per sequence in the batch */
-    int32_t *out_rows;    /* [n_batch] batch indices whose logits are computed */
-    int32_t *logit_row;   /* [n_batch] row in `logits` of batch entry i, -1 if none */
-    const float *logits;  /* [n_out, n_vocab] of the last step, in the backend's host buffer */
-    int32_t n_last; /* n_tokens of the last successful tinfer_decode (0: none) */
+    int32_t *seq_len;    /* [n_seq_max] tokens cached per sequence */
+    int32_t *seq_count;  /* [n_seq_max] validation scratch: tokens per sequence in the batch */
+    int32_t *out_rows;   /* [n_batch] batch indices whose logits are computed */
+    int32_t *logit_row;  /* [n_batch] row in `logits` of batch entry i, -1 if none */
+    const float *logits; /* [n_out, n_vocab] of the last step (NULL: only ids were wanted) */
+    const int32_t *ids;  /* [n_out] the most likely token of each row of the last step */
+    int8_t *row_mode;    /* [n_batch] what batch entry i asked for: 0, 1 logits, 2 argmax */
+    int32_t n_last;      /* n_tokens of the last successful tinfer_decode (0: none) */
     tinfer_llama_scratch s;
 };
 
@@ -62,6 +64,7 @@ void tinfer_context_free(tinfer_context *c) {
     free(c->seq_count);
     free(c->out_rows);
     free(c->logit_row);
+    free(c->row_mode);
     free(c);
 }
 
@@ -98,7 +101,8 @@ tinfer_status tinfer_context_init(tinfer_model *model, const tinfer_context_para
     c->seq_count = calloc((size_t)p.n_seq_max, sizeof(int32_t));
     c->out_rows = malloc((size_t)n_batch * sizeof(int32_t));
     c->logit_row = malloc((size_t)n_batch * sizeof(int32_t));
-    if (!c->seq_len || !c->seq_count || !c->out_rows || !c->logit_row) {
+    c->row_mode = malloc((size_t)n_batch);
+    if (!c->seq_len || !c->seq_count || !c->out_rows || !c->logit_row || !c->row_mode) {
         rc = tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY, "out of memory (context of n_batch %d)",
                             (int)n_batch);
         goto fail;
@@ -199,21 +203,30 @@ tinfer_status tinfer_decode(tinfer_context *c, const tinfer_batch *b) {
 
     const int32_t n = b->n_tokens;
     int32_t n_out = 0;
+    bool need_logits = false;
     for (int32_t i = 0; i < n; i++) {
-        const bool want = b->logits ? b->logits[i] != 0 : i == n - 1;
-        c->logit_row[i] = want ? n_out : -1;
-        if (want) c->out_rows[n_out++] = i;
+        const int8_t mode = b->logits ? (b->logits[i] == 2 ? 2 : b->logits[i] != 0) : i == n - 1;
+        c->row_mode[i] = mode;
+        c->logit_row[i] = mode ? n_out : -1;
+        if (mode) c->out_rows[n_out++] = i;
+        need_logits |= mode == 1;
     }
     c->n_last = 0; /* the previous logits are overwritten from here on */
     rc = tinfer_llama_forward(c->ops, c->bc, c->cfg, c->w, &c->s, n, b->token, b->pos, b->seq_id,
-                              c->out_rows, n_out, &c->logits, &c->err);
+                              c->out_rows, n_out, need_logits, &c->logits, &c->ids, &c->err);
     if (rc != TINFER_OK) return rc;
-    for (int32_t i = 0; i < n; i++) c->seq_len[b->seq_id[i]]++;
+    for (int32_t i = 0; i < n; i++)
+        c->seq_len[b->seq_id[i]]++;
     c->n_last = n;
     return TINFER_OK;
 }
 
 const float *tinfer_get_logits(const tinfer_context *c, int32_t i) {
-    if (!c || i < 0 || i >= c->n_last || c->logit_row[i] < 0) return NULL;
+    if (!c || i < 0 || i >= c->n_last || c->row_mode[i] != 1 || !c->logits) return NULL;
     return c->logits + (size_t)c->logit_row[i] * (size_t)c->cfg->n_vocab;
+}
+
+tinfer_token tinfer_get_argmax(const tinfer_context *c, int32_t i) {
+    if (!c || i < 0 || i >= c->n_last || c->logit_row[i] < 0 || !c->ids) return -1;
+    return c->ids[c->logit_row[i]];
 }

@@ -173,9 +173,10 @@ static tinfer_status detok_push(const tinfer_model *m, tinfer_detok_stream *st, 
  * policy. Decode runs ~120 short parallel regions per token (one per GEMV); with libgomp's default
  * spin-waiting, when another process holds one of the cores the spinning threads and the busy
  * process share it and every region's join waits for a descheduled thread, so decode on the 2-core
- * dev VM fell to 2 tok/s with other builds running, against 24-38 tok/s with OMP_WAIT_POLICY=passive
- * in the same minutes (gemm/cpu/README.md). libgomp reads the variable once, when it is loaded,
- * so setting it means running this program again with it set (once: the variable is then set). */
+ * dev VM fell to 2 tok/s with other builds running, against 24-38 tok/s with
+ * OMP_WAIT_POLICY=passive in the same minutes (gemm/cpu/README.md). libgomp reads the variable
+ * once, when it is loaded, so setting it means running this program again with it set (once: the
+ * variable is then set). */
 static void default_omp_wait_policy(char **argv) {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
     if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
@@ -342,7 +343,8 @@ int main(int argc, char **argv) {
         goto done;
     }
     /* HF's repetition penalty looks at the whole input_ids, prompt included */
-    for (int32_t i = 0; i < n_prompt; i++) tinfer_sampler_accept(smp, toks[i]);
+    for (int32_t i = 0; i < n_prompt; i++)
+        tinfer_sampler_accept(smp, toks[i]);
 
     /* prefill: the whole prompt in one batch; only the last token's logits are needed */
     int32_t *pos = malloc((size_t)n_prompt * sizeof *pos);
@@ -353,7 +355,8 @@ int main(int argc, char **argv) {
         fail("out of memory");
         goto done;
     }
-    for (int32_t i = 0; i < n_prompt; i++) pos[i] = i;
+    for (int32_t i = 0; i < n_prompt; i++)
+        pos[i] = i;
     tinfer_batch batch = {n_prompt, toks, pos, seq, NULL};
     double t0 = now_s();
     tinfer_status drc = tinfer_decode(ctx, &batch);
@@ -373,12 +376,17 @@ int main(int argc, char **argv) {
     }
     tinfer_detok_stream ds;
     tinfer_detok_stream_reset(&ds);
+    /* greedy without a penalty needs only the argmax: on a GPU it is computed there and one id
+     * comes back instead of n_vocab logits */
+    const bool greedy = (sp.temperature <= 0 || sp.top_k == 1) && sp.repeat_penalty == 1.0f;
     const float *logits = tinfer_get_logits(ctx, n_prompt - 1);
+    int32_t row = n_prompt - 1;
     int32_t n_gen = 0, n_decode = 0, n_past = n_prompt;
     double t_decode = 0.0;
     while (n_gen < n_predict && !filt.stopped) {
-        tinfer_token t;
-        if (tinfer_sampler_sample(smp, logits, tinfer_model_n_vocab(model), &t) != TINFER_OK) {
+        tinfer_token t = greedy ? tinfer_get_argmax(ctx, row) : -1;
+        if (!greedy &&
+            tinfer_sampler_sample(smp, logits, tinfer_model_n_vocab(model), &t) != TINFER_OK) {
             fail("%s", tinfer_last_error());
             goto done;
         }
@@ -392,7 +400,8 @@ int main(int argc, char **argv) {
         if (filter_push(&filt, piece, piece_n)) goto done;
         if (n_gen == n_predict || filt.stopped || n_past == ctx_len) break;
         int32_t p1 = n_past, s1 = 0;
-        tinfer_batch one = {1, &t, &p1, &s1, NULL};
+        int8_t mode = greedy ? 2 : 1;
+        tinfer_batch one = {1, &t, &p1, &s1, &mode};
         t0 = now_s();
         drc = tinfer_decode(ctx, &one);
         t_decode += now_s() - t0;
@@ -403,6 +412,7 @@ int main(int argc, char **argv) {
         n_decode++;
         n_past++;
         logits = tinfer_get_logits(ctx, 0);
+        row = 0;
     }
     if (!filt.stopped) {
         if (tinfer_detok_stream_flush(&ds, piece, piece_cap, &piece_n) == TINFER_OK &&

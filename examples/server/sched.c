@@ -42,7 +42,8 @@ typedef struct slot {
     tinfer_detok_stream ds;
     char *hold; /* generated text held back: it may be the start of a stop string */
     size_t hold_n, hold_cap;
-    int32_t row; /* batch index of this slot's logits in the current step, -1: none */
+    int32_t row;          /* batch index of this slot's logits in the current step, -1: none */
+    bool greedy;          /* argmax without a penalty: the step copies one id, not the logits */
     tinfer_token sampled; /* this step's token, sampled before the lock is taken */
     tinfer_status sample_rc;
 } slot;
@@ -250,6 +251,7 @@ static int slot_admit_locked(srv_sched *s, int32_t i, srv_request *r) {
         fail_slot_locked(s, i, tinfer_last_error());
         return -1;
     }
+    sl->greedy = (r->sp.temperature <= 0 || r->sp.top_k == 1) && r->sp.repeat_penalty == 1.0f;
     /* the repetition penalty sees the prompt too, as HF's does (tinfer-generate does the same) */
     for (int32_t k = 0; k < r->n_prompt; k++)
         tinfer_sampler_accept(sl->smp, r->prompt[k]);
@@ -378,7 +380,7 @@ static int32_t build_batch(srv_sched *s, bool *has_prompt) {
         s->b_tok[n] = sl->next;
         s->b_pos[n] = sl->n_past++;
         s->b_seq[n] = i;
-        s->b_logits[n] = 1;
+        s->b_logits[n] = sl->greedy ? 2 : 1;
         sl->row = n++;
     }
     /* prompts, oldest admission first, in the room the decoding sequences leave */
@@ -405,7 +407,7 @@ static int32_t build_batch(srv_sched *s, bool *has_prompt) {
         sl->n_fed += take;
         sl->n_past += take;
         if (sl->n_fed == r->n_prompt) {
-            s->b_logits[n - 1] = 1;
+            s->b_logits[n - 1] = sl->greedy ? 2 : 1;
             sl->row = n - 1;
         } else {
             sl->row = -2; /* in this step without logits: not picked again this step */
@@ -442,9 +444,14 @@ static void *sched_main(void *arg) {
         /* sampling needs no lock either: logits, samplers and slots are this thread's */
         for (int32_t i = 0; i < s->p.parallel; i++) {
             slot *sl = &s->slots[i];
-            if (rc == TINFER_OK && sl->req && sl->row >= 0)
+            if (rc != TINFER_OK || !sl->req || sl->row < 0) continue;
+            if (sl->greedy) { /* the argmax the backend computed (on a GPU: on the device) */
+                sl->sampled = tinfer_get_argmax(s->ctx, sl->row);
+                sl->sample_rc = sl->sampled >= 0 ? TINFER_OK : TINFER_ERR_INTERNAL;
+            } else {
                 sl->sample_rc = tinfer_sampler_sample(sl->smp, tinfer_get_logits(s->ctx, sl->row),
                                                       s->n_vocab, &sl->sampled);
+            }
         }
 
         pthread_mutex_lock(&s->mu);

@@ -283,6 +283,37 @@ static void test_model_and_batches(const char *generate_bin) {
               tinfer_seq_len(c, 1) == 6,
           "seq_clear");
     CHECK(tinfer_seq_clear(c, 5) == TINFER_ERR_INVALID_ARG, "seq_clear out of range");
+
+    /* logits modes: 1 gives the logits and their argmax, 2 the argmax alone, 0 nothing */
+    {
+        int8_t want[3] = {1, 2, 0};
+        int32_t s0[3] = {0, 0, 0};
+        tinfer_seq_clear(c, -1);
+        tinfer_batch b = {3, tok, pos, s0, want};
+        CHECK(tinfer_decode(c, &b) == TINFER_OK, "modes: %s", tinfer_last_error());
+        const float *l0 = tinfer_get_logits(c, 0);
+        int32_t best = 0, V = tinfer_model_n_vocab(m);
+        for (int32_t i = 1; l0 && i < V; i++)
+            if (l0[i] > l0[best]) best = i;
+        CHECK(l0 && tinfer_get_argmax(c, 0) == best, "argmax of row 0: %d, logits say %d",
+              (int)tinfer_get_argmax(c, 0), (int)best);
+        CHECK(tinfer_get_logits(c, 1) == NULL && tinfer_get_argmax(c, 1) >= 0 &&
+                  tinfer_get_argmax(c, 1) < V,
+              "mode 2: argmax %d, logits %p", (int)tinfer_get_argmax(c, 1),
+              (const void *)tinfer_get_logits(c, 1));
+        CHECK(tinfer_get_logits(c, 2) == NULL && tinfer_get_argmax(c, 2) == -1, "mode 0");
+        /* the same row asked for its logits gives the same argmax */
+        int8_t all[3] = {1, 1, 1};
+        tinfer_seq_clear(c, -1);
+        tinfer_batch b2 = {3, tok, pos, s0, all};
+        tinfer_token mode2 = tinfer_get_argmax(c, 1);
+        CHECK(tinfer_decode(c, &b2) == TINFER_OK, "modes: %s", tinfer_last_error());
+        const float *l1 = tinfer_get_logits(c, 1);
+        best = 0;
+        for (int32_t i = 1; l1 && i < V; i++)
+            if (l1[i] > l1[best]) best = i;
+        CHECK(l1 && mode2 == best, "mode-2 argmax %d, the logits' %d", (int)mode2, (int)best);
+    }
     tinfer_context_free(c);
 
     cp.n_batch = 16;

@@ -48,8 +48,9 @@ int main(void) {
     tinfer_llama_config l = config(4096, 32, 32, 8, 128, 14336, 128256, false);
     got = tinfer_cuda_weight_bytes(&l, false, false);
     want = 2 * (size_t)128256 * 4096 * 2 + up(8192) +
-           32 * (2 * up(8192) + ((size_t)6144 * 4096 + (size_t)4096 * 4096 +
-                                 (size_t)28672 * 4096 + (size_t)4096 * 14336) * 2);
+           32 * (2 * up(8192) + ((size_t)6144 * 4096 + (size_t)4096 * 4096 + (size_t)28672 * 4096 +
+                                 (size_t)4096 * 14336) *
+                                    2);
     CHECK(got == want, "Llama-3-8B weights %zu, want %zu", got, want);
     CHECK(got > 16000000000u && got < 16100000000u, "Llama-3-8B ~16.06 GB: %zu", got);
 
@@ -58,11 +59,19 @@ int main(void) {
     CHECK(tinfer_cuda_ctx_plan_make(&s, 64, 256, 512, 64, 64, 12345, &p), "plan");
     const size_t kv = (size_t)64 * 30 * 256 * 192 * 2; /* one cache: BF16 [64][30][256][192] */
     CHECK(p.kv_bytes == 2 * kv, "KV bytes %zu, want %zu", p.kv_bytes, 2 * kv);
-    const size_t off[] = {p.k, p.v, p.x, p.xb, p.qkv, p.att, p.act, p.logits, p.meta, p.ws};
-    const size_t len[] = {kv,          kv,          512 * 576 * 4, 512 * 576 * 2, 512 * 960 * 2,
-                          512 * 576 * 2, 512 * 1536 * 2, (size_t)64 * 49152 * 4, p.m_count * 4,
+    const size_t off[] = {p.k, p.v, p.x, p.xb, p.qkv, p.att, p.act, p.logits, p.ids, p.meta, p.ws};
+    const size_t len[] = {kv,
+                          kv,
+                          512 * 576 * 4,
+                          512 * 576 * 2,
+                          512 * 960 * 2,
+                          512 * 576 * 2,
+                          512 * 1536 * 2,
+                          (size_t)64 * 49152 * 4,
+                          512 * 4,
+                          p.m_count * 4,
                           12345};
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 11; i++) {
         CHECK(off[i] % 256 == 0, "buffer %d at %zu not 256-byte aligned", i, off[i]);
         CHECK(off[i] + len[i] <= p.total, "buffer %d ends past the total", i);
         if (i > 0) CHECK(off[i - 1] + len[i - 1] <= off[i], "buffers %d and %d overlap", i - 1, i);
