@@ -192,6 +192,12 @@ static void fmt_num(char *buf, size_t n, double v) {
 int tinfer_chart_write_png(const char *path, const tinfer_chart_spec *spec,
                            const tinfer_chart_series *series, int32_t n_series, char *errbuf,
                            size_t errlen) {
+    return tinfer_chart_write_png_opts(path, spec, series, n_series, NULL, errbuf, errlen);
+}
+
+int tinfer_chart_write_png_opts(const char *path, const tinfer_chart_spec *spec,
+                                const tinfer_chart_series *series, int32_t n_series,
+                                const tinfer_chart_series_opts *opts, char *errbuf, size_t errlen) {
     static const unsigned char white[3] = {255, 255, 255}, black[3] = {0, 0, 0},
                                grid[3] = {225, 225, 225};
     if (!path || !spec || (n_series > 0 && !series) || n_series < 0) {
@@ -281,7 +287,7 @@ int tinfer_chart_write_png(const char *path, const tinfer_chart_spec *spec,
     /* series */
     for (int32_t s = 0; s < n_series; s++) {
         const unsigned char *col = k_colors[s % 16];
-        const tinfer_chart_series_opts *o = spec->opts ? &spec->opts[s] : NULL;
+        const tinfer_chart_series_opts *o = opts ? &opts[s] : NULL;
         const int lines = !o || o->style != TINFER_CHART_DOTS;
         const int dots = !o || o->style != TINFER_CHART_LINE;
         int have = 0, lx = 0, ly = 0;

@@ -7,8 +7,8 @@
  * module needs nothing but stb_image_write (Debian libstb-dev, <stb/stb_image_write.h>).
  * The x axis can be log2 (GEMM sizes 128..8192); the y axis is linear from 0 (or log10).
  * Points with y <= 0 or non-finite x/y are skipped (a rung not measured at that size).
- * Optional per-series options (spec.opts) draw a series as a line only (a roof) or as dots only
- * (unconnected measurements), and write a label beside each point.
+ * Optional per-series options (tinfer_chart_write_png_opts) draw a series as a line only (a roof)
+ * or as dots only (unconnected measurements), and write a label beside each point.
  */
 #ifndef TINFER_BENCH_CHART_H
 #define TINFER_BENCH_CHART_H
@@ -27,7 +27,7 @@ typedef struct tinfer_chart_series {
     int32_t n;
 } tinfer_chart_series;
 
-/* How a series is drawn; zeroed (or spec.opts NULL) = a line with dot markers, no labels. */
+/* How a series is drawn; zeroed (or opts NULL) = a line with dot markers, no labels. */
 typedef enum {
     TINFER_CHART_LINE_DOTS = 0,
     TINFER_CHART_LINE = 1, /* no markers */
@@ -47,7 +47,6 @@ typedef struct tinfer_chart_spec {
     int log10_y;         /* 1: y axis in log10 (else linear from 0) */
     int32_t width;       /* pixels; 0 -> 1000 */
     int32_t height;      /* pixels; 0 -> 640 */
-    const tinfer_chart_series_opts *opts; /* [n_series] or NULL (every series LINE_DOTS) */
 } tinfer_chart_spec;
 
 /* Writes the chart to `path` as an RGB PNG. Returns 0, or -1 with a one-line reason in
@@ -55,6 +54,10 @@ typedef struct tinfer_chart_spec {
 int tinfer_chart_write_png(const char *path, const tinfer_chart_spec *spec,
                            const tinfer_chart_series *series, int32_t n_series, char *errbuf,
                            size_t errlen);
+/* The same with per-series options: opts[n_series], or NULL (every series LINE_DOTS). */
+int tinfer_chart_write_png_opts(const char *path, const tinfer_chart_spec *spec,
+                                const tinfer_chart_series *series, int32_t n_series,
+                                const tinfer_chart_series_opts *opts, char *errbuf, size_t errlen);
 
 #ifdef __cplusplus
 }
