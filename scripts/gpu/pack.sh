@@ -24,6 +24,7 @@ fi
 # the binaries (field 4; field 5 for profile lines) and data paths of the list
 bins=$(awk '!/^[[:space:]]*(#|$)/ {
     if ($1 == "profile") print $5;
+    else if ($1 == "bin") print $2;
     else if ($1 ~ /^(test|memcheck|racecheck|bench|longbench)$/ && $3 != "-") print $4 }' "$LIST" | sort -u)
 data=$(awk '$1 == "data" {print $2}' "$LIST")
 if [ -z "$bins" ]; then

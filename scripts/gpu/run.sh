@@ -110,7 +110,7 @@ fi
 l_kind=() l_name=() l_limit=() l_cmd=()
 while read -r kind name limit rest; do
     case "$kind" in '' | \#*) continue ;; esac
-    [ "$kind" = data ] && continue
+    [ "$kind" = data ] || [ "$kind" = bin ] && continue
     l_kind+=("$kind") l_name+=("$name") l_limit+=("$limit") l_cmd+=("${rest:-}")
 done < "$PACK/tests.txt"
 
@@ -266,6 +266,55 @@ run_benches() { # phase kinds...
         esac
     done
 }
+# ---- the real SmolLM2 (scripts/gpu/real-model.sh stashed its GGUF in two earlier calls) ----
+# Greedy text on the GPU = the CPU's for 32 tokens, for three prompts (both backends run here).
+real_model() {
+    local st=$REPO/.devstash model=$WORK/smollm2
+    if [ ! -f "$st/smollm2.gguf.part1" ] || [ ! -f "$st/smollm2.gguf.part2" ]; then
+        record real_model SKIP 0 "no stashed GGUF (scripts/gpu/real-model.sh)"
+        return
+    fi
+    if [ -z "$DEVICE" ]; then
+        record real_model SKIP 0 "no GPU"
+        return
+    fi
+    cat "$st/smollm2.gguf.part1" "$st/smollm2.gguf.part2" > "$WORK/smollm2.gguf"
+    if [ "$(sha256sum < "$WORK/smollm2.gguf" | cut -d' ' -f1)" != "$(cat "$st/smollm2.gguf.sha256")" ]; then
+        record real_model FAIL 0 "the stashed halves do not make the pinned GGUF (sha256)"
+        return
+    fi
+    if ! "$PACK/bin/tinfer-convert" "$WORK/smollm2.gguf" "$model" > "$LOG/real_model.log" 2>&1; then
+        record real_model FAIL 0 "tinfer-convert: $(last_line "$LOG/real_model.log")"
+        return
+    fi
+    local s0 bad=0 p
+    s0=$(date +%s)
+    for p in "What is a GPU?" "The capital of France is" "Once upon a time"; do
+        for be in cpu cuda; do
+            "$PACK/bin/tinfer-generate" -m "$model" -p "$p" -n 32 --temp 0 --backend "$be" \
+                > "$WORK/gen-$be.txt" 2>> "$LOG/real_model.log" || bad=1
+        done
+        { echo "== $p"; echo "-- cpu:"; cat "$WORK/gen-cpu.txt"; echo "-- cuda:"; cat "$WORK/gen-cuda.txt"; } \
+            >> "$LOG/real_model.log"
+        cmp -s "$WORK/gen-cpu.txt" "$WORK/gen-cuda.txt" || bad=1
+    done
+    if [ "$bad" = 0 ]; then
+        record real_model PASS $(($(date +%s) - s0)) "greedy 32 tokens: GPU = CPU on 3 prompts"
+    else
+        record real_model FAIL $(($(date +%s) - s0)) "GPU and CPU text differ (or a run failed): see real_model.log"
+    fi
+    if phase_on bench; then
+        run_step "$LOG/real_model_bench.log" 120 bin/tinfer-bench -m "$model" -p 512 -n 128 \
+            --batch 1,64 -r 3 --backend cuda
+        if [ "$rc" = 0 ]; then
+            record real_model_bench PASS "$secs" "$(grep -E 'tg128 ' "$LOG/real_model_bench.log" | head -1 | cut -c1-80)"
+        else
+            record real_model_bench FAIL "$secs" "rc $rc; $(last_line "$LOG/real_model_bench.log")"
+        fi
+    fi
+}
+phase_on test && real_model
+
 phase_on bench && run_benches bench
 phase_on long && run_benches longbench profile
 
