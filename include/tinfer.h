@@ -178,6 +178,10 @@ typedef struct tinfer_context_params {
     int32_t n_seq_max; /* sequences sharing the context (each has its own n_ctx cache) */
     int32_t n_batch;   /* most tokens one tinfer_decode call may carry; 0 = n_ctx */
     int32_t n_threads; /* CPU threads; <= 0 = the model's setting */
+    /* CUDA backend: 1 (default) replays each decode step (one token per sequence) as one CUDA
+     * graph per batch shape, captured the second time the shape is seen; 0 launches every kernel
+     * of every step on its own. No effect on the CPU. */
+    int32_t cuda_graphs;
 } tinfer_context_params;
 
 TINFER_API tinfer_context_params tinfer_context_default_params(void);

@@ -120,6 +120,7 @@ typedef struct tinfer_backend_ops {
      * device, the bytes free). */
     tinfer_status (*ctx_init)(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
                               int32_t n_threads /* CPU threads, <= 0: the model's */,
+                              bool graphs /* a GPU may replay decode steps as graphs */,
                               void **ctx_state, tinfer_err *err);
     void (*ctx_free)(void *ctx_state);
 

@@ -42,6 +42,34 @@ typedef struct cuda_model {
     char desc[320];
 } cuda_model;
 
+/* One op of the step, recorded when the forward pass calls it and run in logits(): eagerly, or
+ * into a CUDA graph. The arguments are what the ops were called with; the buffers and the
+ * metadata they name are fixed addresses of the context, so a replay reads the new step's. */
+typedef enum { CMD_EMBED, CMD_RMSNORM, CMD_MATMUL, CMD_ROPE_KV, CMD_ATTENTION } cmd_kind;
+typedef struct cmd {
+    cmd_kind kind;
+    tinfer_buf y, x;
+    const tinfer_weight *w, *bias;
+    int64_t N, K;
+    tinfer_epi epi;
+    bool rows_out; /* matmul over the n_out gathered rows; rmsnorm: the gather */
+    float eps;
+    int32_t layer;
+} cmd;
+
+/* A decode step's graph: the kernels of every step of this shape (tokens, logit rows, the
+ * attention's key ranges, the logits buffer) are the same launches on the same addresses. The
+ * first step of a shape runs eagerly (lazy one-time set-up: kernel attributes, TMA descriptors,
+ * stays out of the capture), the second is captured, later ones replay it. */
+#define GRAPH_SLOTS 16
+typedef struct graph_entry {
+    int32_t n, n_out, chunk, n_split;
+    const float *logits;
+    int32_t seen;
+    cudaGraphExec_t exec;
+    uint64_t used;
+} graph_entry;
+
 typedef struct cuda_ctx {
     const cuda_model *m;
     tinfer_err err;
@@ -58,6 +86,13 @@ typedef struct cuda_ctx {
     /* this step */
     const tinfer_batch_plan *bp;
     int32_t n_tiles, n_dec, max_dec_len;
+    int32_t dec_chunk, dec_split; /* the decode attention's key ranges (graph key) */
+    cmd *cmds;                    /* the step's ops, run in logits() [cap_cmds] */
+    int32_t n_cmds, cap_cmds;
+    /* decode steps as CUDA graphs, one per batch shape (graph_entry), LRU of GRAPH_SLOTS */
+    bool graphs;
+    graph_entry g[GRAPH_SLOTS];
+    uint64_t g_clock;
 } cuda_ctx;
 
 #define CUDA_OK(err, call, what)                                                                   \
@@ -265,6 +300,9 @@ static void cuda_ctx_free(void *cs) {
     cuda_ctx *c = cs;
     if (!c) return;
     if (c->stream) cudaStreamSynchronize(c->stream);
+    for (int i = 0; i < GRAPH_SLOTS; i++)
+        if (c->g[i].exec) cudaGraphExecDestroy(c->g[i].exec);
+    free(c->cmds);
     if (c->logits_own) cudaFree(c->logits);
     cudaFree(c->mem);
     cudaFreeHost(c->h_logits);
@@ -275,7 +313,8 @@ static void cuda_ctx_free(void *cs) {
 }
 
 static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
-                                   int32_t n_threads, void **ctx_state, tinfer_err *err) {
+                                   int32_t n_threads, bool graphs, void **ctx_state,
+                                   tinfer_err *err) {
     (void)n_threads;
     const cuda_model *m = model_state;
     const tinfer_llama_config *cfg = m->cfg;
@@ -286,6 +325,13 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
     c->n_ctx = n_ctx;
     c->n_batch = n_batch;
     c->n_logits = n_seq < n_batch ? n_seq : n_batch;
+    c->graphs = graphs;
+    c->cap_cmds = 8 * cfg->n_layer + 8; /* llama.c: 2 + 7 per layer + 2 */
+    c->cmds = malloc((size_t)c->cap_cmds * sizeof *c->cmds);
+    if (!c->cmds) {
+        free(c);
+        return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (context)");
+    }
     /* split-KV workspace: one query per sequence, the context cut into the decode's chunks */
     const int32_t max_splits =
         (n_ctx + TINFER_OP_CUDA_DECODE_MIN_CHUNK - 1) / TINFER_OP_CUDA_DECODE_MIN_CHUNK;
@@ -398,6 +444,12 @@ static tinfer_status cuda_begin(void *cs, const tinfer_batch_plan *bp) {
         bp->seq, bp->pos, bp->n, h + p->m_tiles, p->max_tiles, &c->n_tiles, h + p->m_dec,
         c->n_batch, &c->n_dec, &c->max_dec_len, &c->err);
     if (rc != TINFER_OK) return rc;
+    c->n_cmds = 0;
+    c->dec_chunk = c->dec_split = 0;
+    if (c->n_dec > 0 && (rc = tinfer_op_cuda_attention_decode_split(
+                             &c->kv, c->n_dec, c->max_dec_len, (float *)(c->mem + p->ws),
+                             p->ws_bytes, &c->dec_chunk, &c->dec_split, &c->err)) != TINFER_OK)
+        return rc;
     /* one copy of the whole block (its unused tails too: a few KB, cheaper than four calls) */
     CUDA_OK(&c->err,
             cudaMemcpyAsync(meta_dev(c, 0), h, p->m_count * 4, cudaMemcpyHostToDevice, c->stream),
@@ -405,25 +457,22 @@ static tinfer_status cuda_begin(void *cs, const tinfer_batch_plan *bp) {
     return TINFER_OK;
 }
 
-static tinfer_status cuda_embed(void *cs, tinfer_buf out, const tinfer_weight *table) {
-    cuda_ctx *c = cs;
+static tinfer_status run_embed(cuda_ctx *c, tinfer_buf out, const tinfer_weight *table) {
     const tinfer_llama_config *cfg = c->m->cfg;
     return tinfer_op_cuda_embed(buf(c, out), table->data, meta_dev(c, c->plan.m_tok), c->bp->n,
                                 cfg->n_embd, cfg->n_vocab, c->stream, &c->err);
 }
 
-static tinfer_status cuda_rmsnorm(void *cs, tinfer_buf out, tinfer_buf in, const tinfer_weight *w,
-                                  float eps, bool gather) {
-    cuda_ctx *c = cs;
+static tinfer_status run_rmsnorm(cuda_ctx *c, tinfer_buf out, tinfer_buf in, const tinfer_weight *w,
+                                 float eps, bool gather) {
     return tinfer_op_cuda_rmsnorm(
         buf(c, out), buf(c, in), w->data, gather ? meta_dev(c, c->plan.m_out) : NULL,
         gather ? c->bp->n_out : c->bp->n, c->bp->n, c->m->cfg->n_embd, eps, c->stream, &c->err);
 }
 
-static tinfer_status cuda_matmul(void *cs, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
-                                 const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
-                                 bool rows_out) {
-    cuda_ctx *c = cs;
+static tinfer_status run_matmul(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
+                                const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
+                                bool rows_out) {
     const int64_t M = rows_out ? c->bp->n_out : c->bp->n;
     if (M == 0) return TINFER_OK;
     const bool f32_out = y == TINFER_BUF_X || y == TINFER_BUF_LOGITS;
@@ -450,15 +499,13 @@ static tinfer_status cuda_matmul(void *cs, tinfer_buf y, tinfer_buf x, const tin
     return tinfer_gemm_bf16(&a, TINFER_GEMM_BF16_PATH_AUTO, c->stream, &c->err);
 }
 
-static tinfer_status cuda_rope_kv(void *cs, int32_t layer) {
-    cuda_ctx *c = cs;
+static tinfer_status run_rope_kv(cuda_ctx *c, int32_t layer) {
     return tinfer_op_cuda_rope_kv(buf(c, TINFER_BUF_QKV), &c->kv, layer, c->m->inv_freq,
                                   meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), c->bp->n,
                                   c->stream, &c->err);
 }
 
-static tinfer_status cuda_attention(void *cs, int32_t layer) {
-    cuda_ctx *c = cs;
+static tinfer_status run_attention(cuda_ctx *c, int32_t layer) {
     tinfer_status rc = TINFER_OK;
     if (c->n_tiles > 0)
         rc = tinfer_op_cuda_attention_prefill(buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV),
@@ -474,15 +521,125 @@ static tinfer_status cuda_attention(void *cs, int32_t layer) {
     return rc;
 }
 
+/* The forward pass's calls record the step; logits() runs it. */
+static tinfer_status record(cuda_ctx *c, cmd op) {
+    if (c->n_cmds == c->cap_cmds)
+        return tinfer_err_set(&c->err, TINFER_ERR_INTERNAL, "cuda backend: more than %d ops a step",
+                              (int)c->cap_cmds);
+    c->cmds[c->n_cmds++] = op;
+    return TINFER_OK;
+}
+
+static tinfer_status cuda_embed(void *cs, tinfer_buf out, const tinfer_weight *table) {
+    return record(cs, (cmd){.kind = CMD_EMBED, .y = out, .w = table});
+}
+
+static tinfer_status cuda_rmsnorm(void *cs, tinfer_buf out, tinfer_buf in, const tinfer_weight *w,
+                                  float eps, bool gather) {
+    return record(
+        cs, (cmd){.kind = CMD_RMSNORM, .y = out, .x = in, .w = w, .eps = eps, .rows_out = gather});
+}
+
+static tinfer_status cuda_matmul(void *cs, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
+                                 const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
+                                 bool rows_out) {
+    return record(cs, (cmd){.kind = CMD_MATMUL,
+                            .y = y,
+                            .x = x,
+                            .w = w,
+                            .bias = bias,
+                            .N = N,
+                            .K = K,
+                            .epi = epi,
+                            .rows_out = rows_out});
+}
+
+static tinfer_status cuda_rope_kv(void *cs, int32_t layer) {
+    return record(cs, (cmd){.kind = CMD_ROPE_KV, .layer = layer});
+}
+
+static tinfer_status cuda_attention(void *cs, int32_t layer) {
+    return record(cs, (cmd){.kind = CMD_ATTENTION, .layer = layer});
+}
+
+/* Every recorded op, then the argmax of the logits rows, on the stream. */
+static tinfer_status run_step(cuda_ctx *c) {
+    tinfer_status rc = TINFER_OK;
+    for (int32_t i = 0; i < c->n_cmds && rc == TINFER_OK; i++) {
+        const cmd *o = &c->cmds[i];
+        switch (o->kind) {
+        case CMD_EMBED: rc = run_embed(c, o->y, o->w); break;
+        case CMD_RMSNORM: rc = run_rmsnorm(c, o->y, o->x, o->w, o->eps, o->rows_out); break;
+        case CMD_MATMUL:
+            rc = run_matmul(c, o->y, o->x, o->w, o->bias, o->N, o->K, o->epi, o->rows_out);
+            break;
+        case CMD_ROPE_KV: rc = run_rope_kv(c, o->layer); break;
+        case CMD_ATTENTION: rc = run_attention(c, o->layer); break;
+        }
+    }
+    if (rc == TINFER_OK && c->bp->n_out > 0) /* greedy decoding needs only these ids */
+        rc = tinfer_op_cuda_argmax((int32_t *)(c->mem + c->plan.ids), c->logits, c->bp->n_out,
+                                   c->m->cfg->n_vocab, c->m->cfg->n_vocab, c->stream, &c->err);
+    return rc;
+}
+
+/* The graph slot of this decode step's shape (found, or the least recently used, reset). */
+static graph_entry *graph_slot(cuda_ctx *c) {
+    graph_entry *lru = &c->g[0];
+    for (int i = 0; i < GRAPH_SLOTS; i++) {
+        graph_entry *e = &c->g[i];
+        if (e->seen && e->n == c->bp->n && e->n_out == c->bp->n_out && e->chunk == c->dec_chunk &&
+            e->n_split == c->dec_split && e->logits == c->logits)
+            return e;
+        if (e->used < lru->used) lru = e;
+    }
+    if (lru->exec) cudaGraphExecDestroy(lru->exec);
+    *lru = (graph_entry){c->bp->n, c->bp->n_out, c->dec_chunk, c->dec_split, c->logits, 0, NULL, 0};
+    return lru;
+}
+
+/* Runs the step: a decode step through its graph where one is (or can now be) made, else
+ * eagerly. A capture or instantiation that fails turns graphs off for this context and the step
+ * runs eagerly: graphs only ever change how fast a step runs. */
+static tinfer_status launch_step(cuda_ctx *c) {
+    const bool decode_only = c->n_tiles == 0 && c->n_dec == c->bp->n;
+    if (!c->graphs || !decode_only) return run_step(c);
+    graph_entry *e = graph_slot(c);
+    e->used = ++c->g_clock;
+    if (!e->exec && e->seen++ == 0) return run_step(c); /* first sight: eager, set-up done */
+    if (!e->exec) {
+        cudaGraph_t graph = NULL;
+        tinfer_status rc = TINFER_OK;
+        if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+            rc = run_step(c);
+            const cudaError_t ce = cudaStreamEndCapture(c->stream, &graph);
+            if (rc == TINFER_OK && ce == cudaSuccess &&
+                cudaGraphInstantiate(&e->exec, graph, 0) != cudaSuccess)
+                e->exec = NULL;
+        }
+        if (graph) cudaGraphDestroy(graph);
+        if (!e->exec) {
+            cudaGetLastError(); /* clear the capture's error: it is not the step's */
+            c->graphs = false;
+            return run_step(c);
+        }
+        (void)rc;
+    }
+    CUDA_OK(&c->err, cudaGraphLaunch(e->exec, c->stream), "replaying the decode step's graph");
+    return TINFER_OK;
+}
+
 static tinfer_status cuda_logits(void *cs, bool need_logits, const float **host_logits,
                                  const int32_t **host_ids) {
     cuda_ctx *c = cs;
     const int32_t n_out = c->bp->n_out, V = c->m->cfg->n_vocab;
     int32_t *d_ids = (int32_t *)(c->mem + c->plan.ids);
-    if (n_out > 0) {
-        /* greedy decoding needs only these n_out ids: the logits stay on the device */
-        tinfer_status rc = tinfer_op_cuda_argmax(d_ids, c->logits, n_out, V, V, c->stream, &c->err);
-        if (rc != TINFER_OK) return rc;
+    tinfer_status rc = launch_step(c);
+    if (rc != TINFER_OK) {
+        cudaStreamSynchronize(c->stream); /* nothing of this step is left in flight */
+        return rc;
+    }
+    if (n_out > 0) { /* the ids; the logits only when asked: they stay on the device */
         CUDA_OK(&c->err,
                 cudaMemcpyAsync(c->h_ids, d_ids, (size_t)n_out * sizeof(int32_t),
                                 cudaMemcpyDeviceToHost, c->stream),

@@ -53,6 +53,7 @@ tinfer_context_params tinfer_context_default_params(void) {
     p.n_seq_max = 1;
     p.n_batch = 0;
     p.n_threads = 0;
+    p.cuda_graphs = 1;
     return p;
 }
 
@@ -110,7 +111,7 @@ tinfer_status tinfer_context_init(tinfer_model *model, const tinfer_context_para
     tinfer_err sub;
     sub.msg[0] = '\0';
     if ((rc = c->ops->ctx_init(tinfer_model_backend_state(model), p.n_seq_max, n_ctx, n_batch,
-                               p.n_threads, &c->bc, &sub)) != TINFER_OK ||
+                               p.n_threads, p.cuda_graphs != 0, &c->bc, &sub)) != TINFER_OK ||
         (rc = tinfer_llama_scratch_init(cfg, n_batch, p.n_seq_max, &c->s, &sub)) != TINFER_OK) {
         tinfer_err_copy(NULL, &sub, rc);
         goto fail;

@@ -35,6 +35,7 @@
 #include "ops/cuda/ops_cuda_util.cuh"
 
 #include <math.h>
+#include <string.h>
 
 using namespace tops;
 
@@ -285,6 +286,28 @@ static __global__ void __launch_bounds__(D)
     o[d] = (uint16_t)f32_to_bf16(a / l);
 }
 
+/* The launch's key ranges: enough splits to fill the SMs, chunks no shorter than the minimum (a
+ * multiple of DEC_KT), no more than the workspace holds. Host arithmetic; the same numbers for
+ * the same arguments, so a CUDA graph of the launch stays valid while they hold. */
+static void decode_split(int n_sm, const attn_geom &geo, int32_t D, int32_t n_dec, int32_t max_len,
+                         const float *ws, size_t ws_bytes, int32_t *chunk_out, int32_t *n_split) {
+    const int32_t G = geo.n_head / geo.n_head_kv, n_hb = (G + DEC_HB - 1) / DEC_HB;
+    const int64_t base_blocks = (int64_t)n_dec * geo.n_head_kv * n_hb;
+    int64_t want = ((int64_t)DEC_BLOCKS_PER_SM * n_sm + base_blocks - 1) / base_blocks;
+    const int64_t by_len =
+        (max_len + TINFER_OP_CUDA_DECODE_MIN_CHUNK - 1) / TINFER_OP_CUDA_DECODE_MIN_CHUNK;
+    const size_t per_split = tinfer_op_cuda_attention_ws_bytes(n_dec, 1, geo.n_head, D);
+    const int64_t by_ws = ws && per_split ? (int64_t)(ws_bytes / per_split) : 1;
+    if (want > by_len) want = by_len;
+    if (want > by_ws) want = by_ws;
+    if (want > 65535) want = 65535; /* gridDim.z */
+    if (want < 1) want = 1;
+    int32_t chunk = (int32_t)((max_len + want - 1) / want);
+    chunk = (chunk + DEC_KT - 1) / DEC_KT * DEC_KT;
+    *chunk_out = chunk;
+    *n_split = (max_len + chunk - 1) / chunk;
+}
+
 template <int D>
 static tinfer_status decode_launch(uint16_t *out, const uint16_t *qkv, const tinfer_op_cuda_kv *kv,
                                    const attn_geom &geo, const int32_t *pos, const int32_t *seq,
@@ -293,23 +316,11 @@ static tinfer_status decode_launch(uint16_t *out, const uint16_t *qkv, const tin
     tinfer_status status = TINFER_OK;
     tinfer_cuda_facts facts;
     const int32_t G = geo.n_head / geo.n_head_kv, n_hb = (G + DEC_HB - 1) / DEC_HB;
-    const int64_t base_blocks = (int64_t)n_dec * geo.n_head_kv * n_hb;
     const tinfer_status fs = tinfer_cuda_current_facts(&facts, err);
     if (fs != TINFER_OK) return fs;
     {
-        /* splits: enough to fill the SMs, chunks no shorter than the minimum, what ws holds */
-        int64_t want = ((int64_t)DEC_BLOCKS_PER_SM * facts.n_sm + base_blocks - 1) / base_blocks;
-        const int64_t by_len =
-            (max_len + TINFER_OP_CUDA_DECODE_MIN_CHUNK - 1) / TINFER_OP_CUDA_DECODE_MIN_CHUNK;
-        const size_t per_split = tinfer_op_cuda_attention_ws_bytes(n_dec, 1, geo.n_head, D);
-        const int64_t by_ws = ws && per_split ? (int64_t)(ws_bytes / per_split) : 1;
-        if (want > by_len) want = by_len;
-        if (want > by_ws) want = by_ws;
-        if (want > 65535) want = 65535; /* gridDim.z */
-        if (want < 1) want = 1;
-        int32_t chunk = (int32_t)((max_len + want - 1) / want);
-        chunk = (chunk + DEC_KT - 1) / DEC_KT * DEC_KT;
-        const int32_t n_split = (max_len + chunk - 1) / chunk;
+        int32_t chunk, n_split;
+        decode_split(facts.n_sm, geo, D, n_dec, max_len, ws, ws_bytes, &chunk, &n_split);
         const dim3 grid((unsigned)n_dec, (unsigned)(geo.n_head_kv * n_hb), (unsigned)n_split);
         const int64_t nsl = (int64_t)n_dec * geo.n_head * n_split;
         const dec_ws w = {ws, ws ? ws + nsl * D : nullptr, ws ? ws + nsl * (D + 1) : nullptr};
@@ -350,4 +361,24 @@ tinfer_op_cuda_attention_decode(uint16_t *out, const uint16_t *qkv, const tinfer
                                  stream, err);
     return decode_launch<128>(out, qkv, kv, geo, pos, seq, dec, n_dec, max_len, ws, ws_bytes,
                               stream, err);
+}
+
+extern "C" tinfer_status tinfer_op_cuda_attention_decode_split(const tinfer_op_cuda_kv *kv,
+                                                              int32_t n_dec, int32_t max_len,
+                                                              const float *ws, size_t ws_bytes,
+                                                              int32_t *chunk, int32_t *n_split,
+                                                              tinfer_err *err) {
+    TOPS_REQUIRE(err, kv && chunk && n_split && n_dec >= 1 && max_len >= 1 &&
+                          kv->n_head_kv > 0 && kv->n_head % kv->n_head_kv == 0,
+                 "attention_decode_split", "bad arguments (n_dec %d, max_len %d)", (int)n_dec,
+                 (int)max_len);
+    tinfer_cuda_facts facts;
+    const tinfer_status fs = tinfer_cuda_current_facts(&facts, err);
+    if (fs != TINFER_OK) return fs;
+    attn_geom geo;
+    memset(&geo, 0, sizeof geo);
+    geo.n_head = kv->n_head;
+    geo.n_head_kv = kv->n_head_kv;
+    decode_split(facts.n_sm, geo, kv->head_dim, n_dec, max_len, ws, ws_bytes, chunk, n_split);
+    return TINFER_OK;
 }

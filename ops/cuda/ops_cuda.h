@@ -121,6 +121,14 @@ tinfer_status tinfer_op_cuda_attention_decode(uint16_t *out, const uint16_t *qkv
                                               float *ws, size_t ws_bytes, cudaStream_t stream,
                                               tinfer_err *err);
 
+/* The key ranges tinfer_op_cuda_attention_decode cuts 0..max_len into for these arguments
+ * (*chunk rows each, *n_split of them): host arithmetic on the current device's SM count. A
+ * captured CUDA graph of the decode launch replays correctly while these stay the same. */
+tinfer_status tinfer_op_cuda_attention_decode_split(const tinfer_op_cuda_kv *kv, int32_t n_dec,
+                                                   int32_t max_len, const float *ws,
+                                                   size_t ws_bytes, int32_t *chunk,
+                                                   int32_t *n_split, tinfer_err *err);
+
 /* ids[r] = argmax_j logits[r, j], j < V, r < n_out; logits F32 with row stride ld >= V.
  * Ties go to the lowest index (runtime/sampler.c's greedy rule, torch.argmax's first maximum);
  * NaN never wins; a row of only NaN gives 0 (as a row of only -inf does). */
