@@ -9,7 +9,7 @@
  *   4 consumer 0: (last) main loop done    5 split: past the cluster barrier
  *   6 split: partial sums reduced          7 consumer 0: epilogue done
  * A launch overwrites the slots of the CTAs it runs; tinfer_ws_trace_read copies them out and
- * tinfer_ws_trace_clear zeroes them (bench set "trace", examples/bench_gemm/bf16.cu).
+ * tinfer_ws_trace_clear zeroes them (bench set "trace", examples/bench_gemm/bf16_trace.cu).
  */
 #ifndef TINFER_GEMM_TC_WS_TRACE_CUH
 #define TINFER_GEMM_TC_WS_TRACE_CUH

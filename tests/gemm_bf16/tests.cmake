@@ -14,6 +14,10 @@ if(TINFER_HAVE_CUDA)
   # (scripts/gpu/tests.txt) runs `tinfer-bench-gemm bf16`, the same code.
   add_executable(tinfer-bench-gemm-bf16 ${CMAKE_CURRENT_LIST_DIR}/bench_main.c
                  ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16.cu
+                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16_output.cu
+                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16_shape.cu
+                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16_timing.cu
+                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16_trace.cu
                  ${PROJECT_SOURCE_DIR}/examples/bench_gemm/chart.c
                  ${PROJECT_SOURCE_DIR}/examples/bench_gemm/knobs.c
                  ${TINFER_BASE_SRC})
