@@ -25,7 +25,7 @@ tinfer_status tinfer_gemm_bf16_mma(const tinfer_gemm_bf16_args *a, int32_t cfg, 
 tinfer_status tinfer_gemm_bf16_mma_split(const tinfer_gemm_bf16_args *a, int32_t cfg, int32_t cs, cudaStream_t s,
                                          tinfer_err *err);
 
-/* The wgmma kernel's CTA tile (WS_BM x BN in 03_wgmma_ws.cu, BN = 256 or 128; keep equal): the
+/* The wgmma kernel's CTA tile (WS_BM x BN in 03_wgmma_ws.cuh, BN = 256 or 128; keep equal): the
  * dispatcher counts its largest tiles to decide whether it fills the GPU. */
 #define TINFER_GEMM_BF16_WGMMA_TILE_M 128
 #define TINFER_GEMM_BF16_WGMMA_TILE_N 256
