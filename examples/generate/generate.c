@@ -16,6 +16,8 @@
 
 #include "tinfer.h"
 
+#include "../common/omp_policy.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -169,23 +171,8 @@ static tinfer_status detok_push(const tinfer_model *m, tinfer_detok_stream *st, 
     return rc;
 }
 
-/* OpenMP threads sleep instead of spinning between parallel regions unless the user chose a wait
- * policy. Decode runs ~120 short parallel regions per token (one per GEMV); with libgomp's default
- * spin-waiting, when another process holds one of the cores the spinning threads and the busy
- * process share it and every region's join waits for a descheduled thread, so decode on the 2-core
- * dev VM fell to 2 tok/s with other builds running, against 24-38 tok/s with
- * OMP_WAIT_POLICY=passive in the same minutes (gemm/cpu/README.md). libgomp reads the variable
- * once, when it is loaded, so setting it means running this program again with it set (once: the
- * variable is then set). */
-static void default_omp_wait_policy(char **argv) {
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-    execv("/proc/self/exe", argv);
-    unsetenv("OMP_WAIT_POLICY"); /* exec failed (no /proc): carry on with the default */
-}
-
 int main(int argc, char **argv) {
-    default_omp_wait_policy(argv);
+    tinfer_example_omp_passive(argv, "tinfer-generate");
     const char *model_dir = NULL, *prompt = NULL;
     const char *stops[MAX_STOPS];
     int n_stops = 0, chat = 0;

@@ -15,6 +15,8 @@
 #include "http.h"
 #include "server.h"
 
+#include "../common/omp_policy.h"
+
 #include <errno.h>
 #include <netdb.h>
 #include <signal.h>
@@ -22,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,18 +80,6 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
     return 0;
 }
 
-/* libgomp spins between parallel regions by default; with HTTP threads sharing the cores that
- * stalls every step (tinfer-generate's comment has the measurement). Re-run with the passive
- * policy unless the user chose one. */
-static void default_omp_wait_policy(char **argv) {
-    /* the kernel names a process after the file exec'd ("exe" here): keep pkill / top readable */
-    prctl(PR_SET_NAME, "tinfer-server", 0, 0, 0);
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-    execv("/proc/self/exe", argv);
-    unsetenv("OMP_WAIT_POLICY");
-}
-
 /* The directory's last component: what clients pass as "model". */
 static const char *dir_name(const char *dir, char *buf, size_t cap) {
     size_t n = strlen(dir);
@@ -104,7 +93,7 @@ static const char *dir_name(const char *dir, char *buf, size_t cap) {
 }
 
 int main(int argc, char **argv) {
-    default_omp_wait_policy(argv);
+    tinfer_example_omp_passive(argv, "tinfer-server");
     const char *model_dir = NULL, *host = "127.0.0.1", *alias = NULL;
     long port = 8080, parallel = 4, n_ctx = 0, n_batch = 512, queue = 64, threads = 0;
     long max_body = 1 << 20, max_conn = 256, drain_s = 30, step_delay_ms = 0;

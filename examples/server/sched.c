@@ -484,6 +484,21 @@ static void *sched_main(void *arg) {
     return NULL;
 }
 
+/* Everything sched_start allocates, and s itself (NULL members allowed). */
+static void sched_free_buffers(srv_sched *s) {
+    if (s->slots)
+        for (int32_t i = 0; i < s->p.parallel; i++)
+            free(s->slots[i].hold);
+    free(s->queue);
+    free(s->slots);
+    free(s->b_tok);
+    free(s->b_pos);
+    free(s->b_seq);
+    free(s->b_logits);
+    free(s->piece);
+    free(s);
+}
+
 int sched_start(tinfer_model *model, tinfer_context *ctx, const srv_sched_params *params,
                 srv_sched **out, char *err, size_t err_cap) {
     *out = NULL;
@@ -533,17 +548,7 @@ int sched_start(tinfer_model *model, tinfer_context *ctx, const srv_sched_params
     *out = s;
     return 0;
 fail:
-    if (s->slots)
-        for (int32_t i = 0; i < s->p.parallel; i++)
-            free(s->slots[i].hold);
-    free(s->queue);
-    free(s->slots);
-    free(s->b_tok);
-    free(s->b_pos);
-    free(s->b_seq);
-    free(s->b_logits);
-    free(s->piece);
-    free(s);
+    sched_free_buffers(s);
     return -1;
 }
 
@@ -589,19 +594,10 @@ void sched_stop(srv_sched *s) {
     cancel_all_locked(s);
     pthread_mutex_unlock(&s->mu);
     if (s->thread_started) pthread_join(s->thread, NULL);
-    for (int32_t i = 0; i < s->p.parallel; i++)
-        free(s->slots[i].hold);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     pthread_cond_destroy(&s->idle_cv);
-    free(s->queue);
-    free(s->slots);
-    free(s->b_tok);
-    free(s->b_pos);
-    free(s->b_seq);
-    free(s->b_logits);
-    free(s->piece);
-    free(s);
+    sched_free_buffers(s);
 }
 
 void sched_snapshot(srv_sched *s, srv_metrics *m, int32_t *active, int32_t *queued,

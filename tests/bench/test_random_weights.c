@@ -5,22 +5,12 @@
  * the layers); a tokenizer-less model says so on tokenize.
  */
 #include "tinfer.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int g_fail;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            g_fail++;                                                                              \
-        }                                                                                          \
-    } while (0)
 
 /* logits of the last of 5 tokens, from a model with random weights of this seed */
 static float *logits(const char *dir, uint64_t seed, int threads, int32_t *n_vocab) {
@@ -33,7 +23,7 @@ static float *logits(const char *dir, uint64_t seed, int threads, int32_t *n_voc
     tinfer_context *c = NULL;
     if (tinfer_model_load(dir, &mp, &m) != TINFER_OK) {
         printf("FAIL load: %s\n", tinfer_last_error());
-        g_fail++;
+        test_failures++;
         return NULL;
     }
     tinfer_context_params cp = tinfer_context_default_params();
@@ -81,7 +71,7 @@ int main(int argc, char **argv) {
     free(a);
     free(b);
     free(c);
-    if (g_fail) return 1;
+    if (test_failures) return 1;
     printf("random weights: ok\n");
     return 0;
 }

@@ -4,21 +4,11 @@
  * disjoint and inside the total, and sizes that overflow refused rather than wrapped.
  */
 #include "models/cuda_plan.h"
+#include "test_util.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-static int g_fail;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            g_fail++;                                                                              \
-        }                                                                                          \
-    } while (0)
 
 static tinfer_llama_config config(int E, int L, int H, int Hkv, int D, int F, int V, bool tie) {
     tinfer_llama_config c;
@@ -82,7 +72,7 @@ int main(void) {
     /* a context that cannot exist: refused, not wrapped */
     tinfer_llama_config huge = config(1 << 20, 1 << 20, 1 << 10, 1 << 10, 1 << 10, 8, 8, true);
     CHECK(!tinfer_cuda_ctx_plan_make(&huge, 1 << 30, 1 << 30, 8, 1, 64, 0, &p), "overflow taken");
-    if (g_fail) return 1;
+    if (test_failures) return 1;
     printf("cuda plan: ok\n");
     return 0;
 }

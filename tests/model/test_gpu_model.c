@@ -21,6 +21,7 @@
  * correlated part; an indexing or layout bug gives O(1). NaN fails every comparison.
  */
 #include "tinfer.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,17 +32,6 @@
 #define N_PROMPT 37
 #define N_DECODE 8
 #define N_GREEDY 16
-
-static int g_fail;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            g_fail++;                                                                              \
-        }                                                                                          \
-    } while (0)
 
 static tinfer_model *load(const char *dir, tinfer_backend be, tinfer_status *rc) {
     tinfer_model_params mp = tinfer_model_default_params();
@@ -61,7 +51,7 @@ static tinfer_context *context(tinfer_model *m, int32_t n_seq) {
     tinfer_context *c = NULL;
     if (tinfer_context_init(m, &cp, &c) != TINFER_OK) {
         printf("FAIL context: %s\n", tinfer_last_error());
-        g_fail++;
+        test_failures++;
     }
     return c;
 }
@@ -237,7 +227,7 @@ int main(int argc, char **argv) {
         tinfer_model_free(g);
         tinfer_model_free(cpu);
     }
-    if (g_fail) return 1;
+    if (test_failures) return 1;
     printf("gpu model: ok\n");
     return 0;
 }
