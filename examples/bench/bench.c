@@ -1,10 +1,11 @@
 /*
  * bench.c — tinfer-bench: prefill vs decode at the model level, like llama-bench (pp / tg tests,
  * mean ± stddev tok/s over -r repetitions, md / json / csv) plus llama-batched-bench's
- * aggregate decode tok/s per batch size. Public API only (tinfer.h).
+ * aggregate decode tok/s per batch size. Public API only (tinfer.h); the GPU's peaks through
+ * cudart / cuBLAS (peaks_cuda.c), the charts through examples/bench_gemm/chart.c (png.c).
  *
  *   tinfer-bench -m DIR [-p 512] [-n 128] [-r 5] [--batch 1,8,64] [-o md|json|csv]
- *                [--backend auto|cpu|cuda] [--random-weights] [--threads N]
+ *                [--backend auto|cpu|cuda] [--random-weights] [--threads N] [--png PREFIX]
  *
  * Tests (token ids are random, from a fixed seed; the KV cache is emptied before each run):
  *   ppN      one sequence's N-token prompt in ONE tinfer_decode: N / time
@@ -13,13 +14,30 @@
  *            sequence, all B in each step (M = B): aggregate B * N / time
  * Each test runs once untimed (warm-up), then -r times. For every test the table gives the
  * kernels its GEMMs run on (tinfer_model_route_desc), the weight-read rate of decode tests in
- * GB/s (tinfer_model_weight_bytes per step) and, on the CPU, that rate against the machine's
- * read bandwidth measured in the same run (all threads summing a buffer far larger than the
- * last-level cache), and the prefill's GFLOP/s (2 x weight elements x tokens; attention aside).
+ * GB/s (tinfer_model_weight_bytes per step) as a percentage of the peak bandwidth, and the
+ * prefill's GFLOP/s (2 x weight elements x tokens; attention aside), on the GPU also as a
+ * percentage of cuBLAS's BF16 GEMM rate. The peaks are measured in the same run, before the
+ * tests (--no-peak skips them):
+ *   CPU   the read bandwidth: all threads summing a buffer far larger than the last-level cache
+ *         (no compute peak is measured on the CPU)
+ *   CUDA  (built with the CUDA parts) the device-to-device copy bandwidth, read + write bytes
+ *         counted as tinfer-bench-gemm counts them, and cublasGemmEx BF16 at 8192^3 (FP32
+ *         compute): medians of event-timed batches (peaks_cuda.c)
+ * Output fields: md (a table), json and csv (avg_ts / stddev_ts / weight_gbs / gflops per test;
+ * peak_gbs, peak_gflops, pct_peak_bw, pct_cublas: null / empty where not measured or not
+ * applicable; cpu_read_gbs and pct_of_read_bw: the CPU's read bandwidth only, 0 otherwise).
+ * --png PREFIX also writes PREFIX-batch.png (aggregate decode tok/s vs batch size) and
+ * PREFIX-roofline.png (GFLOP/s vs FLOP per weight byte, with the peaks as roofs; png.c).
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "bench.h"
 #include "tinfer.h"
+
+#include "../common/omp_policy.h"
+#ifdef TINFER_BENCH_CUDA_PEAKS
+#include "peaks_cuda.h"
+#endif
 
 #include <errno.h>
 #include <math.h>
@@ -35,16 +53,6 @@
 #define BATCH_PROMPT 16 /* tokens of each sequence's prompt in the batched decode test */
 
 typedef enum { OUT_MD, OUT_JSON, OUT_CSV } out_fmt;
-
-typedef struct test_result {
-    char name[32];
-    char kind; /* 'p' prefill, 'g' decode */
-    int32_t tokens, batch;
-    double mean, sd; /* tok/s */
-    double gbs;      /* decode: weight bytes read per second */
-    double gflops;   /* prefill */
-    char route[512];
-} test_result;
 
 static double now_s(void) {
     struct timespec ts;
@@ -220,83 +228,114 @@ done:
 }
 
 static void usage(void) {
-    printf("usage: tinfer-bench -m DIR [options]\n"
-           "  -m, --model DIR        HF model directory (with --random-weights: config.json only)\n"
-           "  -p, --n-prompt N,...   prefill tests ppN (default 512; 0 for none)\n"
-           "  -n, --n-gen N,...      decode tests tgN (default 128; 0 for none)\n"
-           "  --batch B,...          batched decode tests tgN@bB: B sequences a step (default:\n"
-           "                         none; e.g. 1,2,4,8,16,32,64)\n"
-           "  -r, --repetitions N    timed runs per test (default 5), after one warm-up\n"
-           "  -o, --output md|json|csv  (default md)\n"
-           "  --backend auto|cpu|cuda  (default auto)\n"
-           "  --threads N            CPU threads (default: all cores)\n"
-           "  --random-weights       random BF16 weights of config.json's shapes (speed only)\n"
-           "  --seed N               seed of the random weights (default 1)\n"
-           "  --no-peak              skip measuring the CPU's read bandwidth\n"
-           "  -h, --help             this text\n");
+    printf(
+        "usage: tinfer-bench -m DIR [options]\n"
+        "  -m, --model DIR        HF model directory (with --random-weights: config.json only)\n"
+        "  -p, --n-prompt N,...   prefill tests ppN (default 512; 0 for none)\n"
+        "  -n, --n-gen N,...      decode tests tgN (default 128; 0 for none)\n"
+        "  --batch B,...          batched decode tests tgN@bB: B sequences a step (default:\n"
+        "                         none; e.g. 1,2,4,8,16,32,64)\n"
+        "  -r, --repetitions N    timed runs per test (default 5), after one warm-up\n"
+        "  -o, --output md|json|csv  (default md)\n"
+        "  --backend auto|cpu|cuda  (default auto)\n"
+        "  --threads N            CPU threads (default: all cores)\n"
+        "  --random-weights       random BF16 weights of config.json's shapes (speed only)\n"
+        "  --seed N               seed of the random weights (default 1)\n"
+        "  --no-peak              skip measuring the peaks (CPU: read bandwidth; GPU: copy\n"
+        "                         bandwidth and cuBLAS BF16 GEMM) the results are compared with\n"
+        "  --png PREFIX           also write PREFIX-batch.png (decode tok/s vs batch size) and\n"
+        "                         PREFIX-roofline.png (GFLOP/s vs FLOP per weight byte)\n"
+        "  -h, --help             this text\n");
+}
+
+/* A number, or `none` where v <= 0 (not measured, not applicable). */
+static const char *num(char *buf, size_t cap, const char *fmt, double v, const char *none) {
+    if (v > 0)
+        snprintf(buf, cap, fmt, v);
+    else
+        snprintf(buf, cap, "%s", none);
+    return buf;
+}
+
+/* The test's share of the peaks, in percent; 0 where not measured or not applicable. */
+static double pct_bw(const test_result *r, double peak_gbs) {
+    return r->kind == 'g' && peak_gbs > 0 ? 100 * r->gbs / peak_gbs : 0;
+}
+static double pct_flops(const test_result *r, double peak_gflops) {
+    return r->kind == 'p' && peak_gflops > 0 ? 100 * r->gflops / peak_gflops : 0;
 }
 
 static void print_results(out_fmt fmt, const char *desc, double n_params, int64_t wbytes,
-                          const char *backend, int threads, double peak_gbs, const test_result *r,
-                          int n) {
+                          const char *backend, int threads, const bench_peaks *pk,
+                          const test_result *r, int n) {
+    /* cpu_read_gbs / pct_of_read_bw: the CPU's read bandwidth only (the fields' old meaning) */
+    const double cpu_gbs = !strcmp(pk->where, "cpu") ? pk->bw_gbs : 0;
+    char b1[32], b2[32], b3[32], b4[32];
     if (fmt == OUT_JSON) {
         printf("{\n  \"model\": \"%s\",\n  \"n_params\": %.0f,\n  \"weight_bytes\": %lld,\n"
                "  \"backend\": \"%s\",\n  \"threads\": %d,\n  \"cpu_read_gbs\": %.3f,\n"
-               "  \"tests\": [\n",
-               desc, n_params, (long long)wbytes, backend, threads, peak_gbs);
+               "  \"peak_gbs\": %s,\n  \"peak_gflops\": %s,\n  \"tests\": [\n",
+               desc, n_params, (long long)wbytes, backend, threads, cpu_gbs,
+               num(b1, sizeof b1, "%.3f", pk->bw_gbs, "null"),
+               num(b2, sizeof b2, "%.3f", pk->gflops, "null"));
         for (int i = 0; i < n; i++)
             printf("    {\"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"batch\": %d, "
                    "\"avg_ts\": %.3f, \"stddev_ts\": %.3f, \"weight_gbs\": %.3f, "
-                   "\"gflops\": %.3f, \"route\": \"%s\"}%s\n",
+                   "\"gflops\": %.3f, \"route\": \"%s\", \"pct_peak_bw\": %s, "
+                   "\"pct_cublas\": %s}%s\n",
                    r[i].name, r[i].kind == 'p' ? r[i].tokens : 0,
                    r[i].kind == 'g' ? r[i].tokens : 0, r[i].batch, r[i].mean, r[i].sd, r[i].gbs,
-                   r[i].gflops, r[i].route, i + 1 < n ? "," : "");
+                   r[i].gflops, r[i].route,
+                   num(b3, sizeof b3, "%.1f", pct_bw(&r[i], pk->bw_gbs), "null"),
+                   num(b4, sizeof b4, "%.1f", pct_flops(&r[i], pk->gflops), "null"),
+                   i + 1 < n ? "," : "");
         printf("  ]\n}\n");
         return;
     }
     if (fmt == OUT_CSV) {
         printf("model,backend,threads,test,n_prompt,n_gen,batch,avg_ts,stddev_ts,weight_gbs,"
-               "pct_of_read_bw,gflops,route\n");
+               "pct_of_read_bw,gflops,route,peak_gbs,peak_gflops,pct_peak_bw,pct_cublas\n");
         for (int i = 0; i < n; i++)
-            printf("\"%s\",%s,%d,%s,%d,%d,%d,%.3f,%.3f,%.3f,%.1f,%.3f,\"%s\"\n", desc, backend,
-                   threads, r[i].name, r[i].kind == 'p' ? r[i].tokens : 0,
+            printf("\"%s\",%s,%d,%s,%d,%d,%d,%.3f,%.3f,%.3f,%.1f,%.3f,\"%s\",%s,%s,%s,%s\n", desc,
+                   backend, threads, r[i].name, r[i].kind == 'p' ? r[i].tokens : 0,
                    r[i].kind == 'g' ? r[i].tokens : 0, r[i].batch, r[i].mean, r[i].sd, r[i].gbs,
-                   peak_gbs > 0 && r[i].kind == 'g' ? 100 * r[i].gbs / peak_gbs : 0.0, r[i].gflops,
-                   r[i].route);
+                   pct_bw(&r[i], cpu_gbs), r[i].gflops, r[i].route,
+                   num(b1, sizeof b1, "%.3f", pk->bw_gbs, ""),
+                   num(b2, sizeof b2, "%.3f", pk->gflops, ""),
+                   num(b3, sizeof b3, "%.1f", pct_bw(&r[i], pk->bw_gbs), ""),
+                   num(b4, sizeof b4, "%.1f", pct_flops(&r[i], pk->gflops), ""));
         return;
     }
     printf("model: %s\nparams: %.2f M, weights read per decode step: %.1f MB\n", desc,
            n_params / 1e6, wbytes / 1e6);
-    if (peak_gbs > 0)
+    if (cpu_gbs > 0)
         printf("CPU read bandwidth (%d threads summing 1 GiB, same run): %.1f GB/s\n", threads,
-               peak_gbs);
-    printf("\n| backend | threads | test | t/s | weights GB/s | %% of read bw | GFLOP/s | "
-           "kernels |\n|---|---|---|---|---|---|---|---|\n");
+               cpu_gbs);
+    else if (pk->bw_gbs > 0)
+        printf("GPU copy bandwidth (device to device, 1 GiB, read + write bytes, median, same "
+               "run): %.1f GB/s\n",
+               pk->bw_gbs);
+    if (pk->gflops > 0)
+        printf("cuBLAS BF16 GEMM peak (8192^3, FP32 compute, median, same run): %.1f TFLOP/s\n",
+               pk->gflops / 1e3);
+    printf("\n| backend | threads | test | t/s | weights GB/s | %% of peak bw | GFLOP/s | "
+           "%% of cuBLAS | kernels |\n|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
-        char pct[16] = "", gb[16] = "", gf[16] = "";
-        if (r[i].kind == 'g') {
+        char gb[16] = "", gf[16] = "";
+        if (r[i].kind == 'g')
             snprintf(gb, sizeof gb, "%.1f", r[i].gbs);
-            if (peak_gbs > 0) snprintf(pct, sizeof pct, "%.0f%%", 100 * r[i].gbs / peak_gbs);
-        } else {
+        else
             snprintf(gf, sizeof gf, "%.1f", r[i].gflops);
-        }
-        printf("| %s | %d | %s | %.2f ± %.2f | %s | %s | %s | %s |\n", backend, threads, r[i].name,
-               r[i].mean, r[i].sd, gb, pct, gf, r[i].route);
+        printf("| %s | %d | %s | %.2f ± %.2f | %s | %s | %s | %s | %s |\n", backend, threads,
+               r[i].name, r[i].mean, r[i].sd, gb,
+               num(b1, sizeof b1, "%.0f%%", pct_bw(&r[i], pk->bw_gbs), ""), gf,
+               num(b2, sizeof b2, "%.0f%%", pct_flops(&r[i], pk->gflops), ""), r[i].route);
     }
 }
 
-/* OpenMP threads sleep instead of spinning between parallel regions unless the user chose a wait
- * policy (tinfer-generate's comment has the measurement behind it). */
-static void default_omp_wait_policy(char **argv) {
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-    execv("/proc/self/exe", argv);
-    unsetenv("OMP_WAIT_POLICY");
-}
-
 int main(int argc, char **argv) {
-    default_omp_wait_policy(argv);
-    const char *dir = NULL;
+    tinfer_example_omp_passive(argv, "tinfer-bench");
+    const char *dir = NULL, *png = NULL;
     int32_t pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, batches[MAX_LIST];
     int n_pp = 1, n_tg = 1, n_batch = 0;
     long reps = 5, threads = 0;
@@ -324,6 +363,8 @@ int main(int argc, char **argv) {
         char *end;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
             dir = v;
+        } else if (!strcmp(a, "--png")) {
+            png = v;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) {
             bad = parse_list(a, v, 0, 1 << 20, pp, &n_pp);
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
@@ -396,11 +437,19 @@ int main(int argc, char **argv) {
         fail("out of memory");
         goto done;
     }
-    double peak_gbs = 0;
+    bench_peaks pk = {0, 0, taken == TINFER_BACKEND_CUDA ? "cuda" : "cpu"};
     if (peak && taken == TINFER_BACKEND_CPU) {
         fprintf(stderr, "tinfer-bench: measuring the CPU's read bandwidth\n");
-        peak_gbs = cpu_read_gbs(n_threads);
+        pk.bw_gbs = cpu_read_gbs(n_threads);
     }
+#ifdef TINFER_BENCH_CUDA_PEAKS
+    if (peak && taken == TINFER_BACKEND_CUDA) {
+        fprintf(stderr,
+                "tinfer-bench: measuring the GPU's copy bandwidth and cuBLAS's BF16 GEMM\n");
+        pk.bw_gbs = bench_cuda_copy_gbs();
+        pk.gflops = bench_cuda_cublas_gflops();
+    }
+#endif
     int n_tests = 0;
     for (int i = 0; i < n_pp; i++)
         n_tests += pp[i] > 0;
@@ -423,9 +472,11 @@ int main(int argc, char **argv) {
     }
     if (isatty(2)) fprintf(stderr, "\r%60s\r", "");
     print_results(fmt, tinfer_model_desc(b.model), (double)tinfer_model_n_params(b.model),
-                  tinfer_model_weight_bytes(b.model), taken == TINFER_BACKEND_CUDA ? "cuda" : "cpu",
-                  n_threads, peak_gbs, res, n_res);
-    rc = 0;
+                  tinfer_model_weight_bytes(b.model), pk.where, n_threads, &pk, res, n_res);
+    rc = png ? bench_write_pngs(png, tinfer_model_desc(b.model),
+                                (double)tinfer_model_n_params(b.model),
+                                (double)tinfer_model_weight_bytes(b.model), &pk, res, n_res)
+             : 0;
 done:
     free(b.tok);
     free(b.pos);
