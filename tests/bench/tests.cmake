@@ -3,6 +3,8 @@
 #    seed gives the same logits on any thread count, another seed others.
 #  - bench_cli: every test kind on the tiny fixture, JSON out (the batched decode test named).
 #  - bench_random: tinfer-bench --random-weights on the config-only directory, CSV out.
+#  - bench_png: tinfer-bench --png on the tiny fixture writes both charts as PNG files
+#    (check_png.cmake), into the build tree (tests/bench-png-*.png).
 set(_cfg_only ${CMAKE_CURRENT_BINARY_DIR}/config-only)
 configure_file(${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama/config.json
                ${_cfg_only}/config.json COPYONLY)
@@ -15,4 +17,9 @@ set_tests_properties(bench_cli PROPERTIES PASS_REGULAR_EXPRESSION "\"test\": \"t
 add_test(NAME bench_random COMMAND tinfer-bench -m ${_cfg_only} --random-weights -p 16 -n 2 -r 1
                                    -o csv --no-peak)
 set_tests_properties(bench_random PROPERTIES PASS_REGULAR_EXPRESSION "random weights.*,tg2,0,2,1,[1-9]")
-set_tests_properties(random_weights bench_cli bench_random PROPERTIES LABELS unit TIMEOUT 120)
+add_test(NAME bench_png COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:tinfer-bench>
+                                 -DMODEL=${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama
+                                 -DPREFIX=${CMAKE_CURRENT_BINARY_DIR}/bench-png
+                                 -P ${CMAKE_CURRENT_LIST_DIR}/check_png.cmake)
+set_tests_properties(random_weights bench_cli bench_random bench_png PROPERTIES LABELS unit
+                     TIMEOUT 120)
