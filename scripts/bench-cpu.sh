@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
-# CPU figures of the README: tinfer-generate on SmolLM2-135M-Instruct with a fixed 128-token
-# prompt (scripts/prompt-128.txt) and 64 greedy tokens, repeated; prints every timing line, the
-# machine state (load average before each run) and the medians.
-# usage: scripts/bench-cpu.sh [RUNS=5] [BUILD_DIR=build] [extra tinfer-generate args...]
+# The README's CPU figures: tinfer-bench on SmolLM2-135M-Instruct (BF16 weights), prefill of 128
+# and 512 tokens, decode of 64 tokens alone and 8 / 32 sequences at a time, 5 runs each after a
+# warm-up, with the machine's read bandwidth measured in the same run. Prints the markdown table;
+# with --update-readme it also replaces the table between README.md's cpu-table markers.
+# usage: scripts/bench-cpu.sh [--update-readme] [BUILD_DIR=build] [extra tinfer-bench args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=${1:-5}
-build=${2:-build}
-shift $(( $# > 2 ? 2 : $# ))
+update=0
+if [ "${1:-}" = "--update-readme" ]; then update=1; shift; fi
+build=${1:-build}
+shift $(( $# > 0 ? 1 : 0 ))
 model="$build/models/smollm2-135m-instruct"
-prompt=$(cat scripts/prompt-128.txt)
-echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
-pre=() dec=()
-for i in $(seq "$runs"); do
-  load=$(cut -d' ' -f1 /proc/loadavg)
-  line=$("$build/bin/tinfer-generate" -m "$model" -p "$prompt" -n 64 --temp 0 "$@" 2>&1 >/dev/null | tail -1)
-  echo "run $i (load $load): $line"
-  pre+=("$(sed -E 's/.*prefill ([0-9.]+) tok\/s.*/\1/' <<<"$line")")
-  dec+=("$(sed -E 's/.*decode ([0-9.]+) tok\/s.*/\1/' <<<"$line")")
-done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-echo "median over $runs runs: prefill $(median "${pre[@]}") tok/s, decode $(median "${dec[@]}") tok/s"
+out=$("$build/bin/tinfer-bench" -m "$model" -p 128,512 -n 64 --batch 1,8,32 -r 5 --backend cpu "$@")
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+table=$(printf '%s\n\n%s\n' "$(nproc) cores: $cpu; \`bash scripts/bench-cpu.sh\`" "$out")
+echo "$table"
+if [ "$update" = 1 ]; then
+  python3 - "$table" <<'PY'
+import re, sys
+readme = open("README.md").read()
+new = "<!-- cpu-table:begin -->\n" + sys.argv[1].strip() + "\n<!-- cpu-table:end -->"
+readme, n = re.subn(r"<!-- cpu-table:begin -->.*?<!-- cpu-table:end -->", new, readme, flags=re.S)
+if n != 1:
+    sys.exit("bench-cpu: README.md has no cpu-table markers")
+open("README.md", "w").write(readme)
+PY
+fi
