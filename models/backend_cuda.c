@@ -239,6 +239,13 @@ static tinfer_status cuda_model_init(const tinfer_llama_config *cfg, const tinfe
         rc = tinfer_err_set(err, TINFER_ERR_CUDA, "cuda backend: RoPE table upload failed");
         goto fail;
     }
+    /* the uploads above are pageable copies, which may return before their DMA lands; the
+     * kernels run on non-blocking streams: wait here, once */
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+        rc = tinfer_err_set(err, TINFER_ERR_CUDA, "cuda backend: the weight upload failed: %s",
+                            cudaGetErrorString(cudaGetLastError()));
+        goto fail;
+    }
     snprintf(m->desc, sizeof m->desc, "cuda %s (sm_%d%d, %d SMs), weights %.1f MB bf16",
              m->dev.name, m->dev.cc_major, m->dev.cc_minor, m->dev.n_sm, m->wbytes / 1e6);
     free(tmp);
@@ -619,11 +626,17 @@ static tinfer_status launch_step(cuda_ctx *c) {
         }
         if (graph) cudaGraphDestroy(graph);
         if (!e->exec) {
-            cudaGetLastError(); /* clear the capture's error: it is not the step's */
+            const cudaError_t ce = cudaGetLastError(); /* the capture's, not the step's */
             c->graphs = false;
+            /* said, not failed: tinfer_context_last_error shows why steps are not replayed */
+            char why[256];
+            snprintf(why, sizeof why, "%s", rc != TINFER_OK ? c->err.msg : "");
+            tinfer_err_set(&c->err, TINFER_OK,
+                           "note: CUDA graphs off for this context: the capture of a %d-token "
+                           "decode step failed (%s%s%s)",
+                           (int)c->bp->n, why, why[0] ? "; " : "", cudaGetErrorString(ce));
             return run_step(c);
         }
-        (void)rc;
     }
     CUDA_OK(&c->err, cudaGraphLaunch(e->exec, c->stream), "replaying the decode step's graph");
     return TINFER_OK;

@@ -21,6 +21,7 @@
 #include "models/llama.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Default cache length when the caller passes n_ctx = 0 (tinfer.h: min(model's, 4096)): 4096

@@ -196,6 +196,7 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
         goto done;
     }
     const double n_tok = (double)tokens * batch;
+    char note[512] = "";
     for (int k = -1; k < reps; k++) { /* k = -1: warm-up */
         if (isatty(2))                /* a progress line on a terminal; logs stay clean */
             fprintf(stderr, "\rtinfer-bench: test %d/%d %-12s %s %d/%d   ", idx + 1, n_tests,
@@ -207,7 +208,10 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
             goto done;
         }
         if (k >= 0) tps[k] = n_tok / t;
+        if (!note[0] && tinfer_context_last_error(ctx)[0])
+            snprintf(note, sizeof note, "%s", tinfer_context_last_error(ctx));
     }
+    if (note[0]) fprintf(stderr, "tinfer-bench: %s: %s\n", r->name, note);
     double sum = 0, sq = 0;
     for (int k = 0; k < reps; k++)
         sum += tps[k];

@@ -65,10 +65,14 @@ template <typename T> struct dbuf {
         CK(cudaMalloc(&base, (n + off + 2 * GUARD) * sizeof(T)));
         std::vector<T> h(n + off + 2 * GUARD, sentinel);
         CK(cudaMemcpy(base, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+        /* a pageable copy may return before its DMA lands, and the kernels run on a
+         * non-blocking stream: wait, or the fill can land after (and over) a kernel's output */
+        CK(cudaDeviceSynchronize());
         p = base + GUARD + off;
     }
     void put(const T *src, size_t count) {
         CK(cudaMemcpy(p, src, count * sizeof(T), cudaMemcpyHostToDevice));
+        CK(cudaDeviceSynchronize()); /* as in alloc */
     }
     void put(const std::vector<T> &v) { put(v.data(), v.size()); }
     std::vector<T> get() const {
