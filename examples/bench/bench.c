@@ -34,6 +34,7 @@
 #include "bench.h"
 #include "tinfer.h"
 
+#include "../common/cli.h"
 #include "../common/omp_policy.h"
 #ifdef TINFER_BENCH_CUDA_PEAKS
 #include "peaks_cuda.h"
@@ -400,13 +401,7 @@ int main(int argc, char **argv) {
             else
                 return fail("%s: '%s' is not md, json or csv", a, v);
         } else if (!strcmp(a, "--backend")) {
-            if (!strcmp(v, "cpu"))
-                backend = TINFER_BACKEND_CPU;
-            else if (!strcmp(v, "cuda"))
-                backend = TINFER_BACKEND_CUDA;
-            else if (!strcmp(v, "auto"))
-                backend = TINFER_BACKEND_AUTO;
-            else
+            if (tinfer_example_backend(v, &backend) != 0)
                 return fail("--backend: '%s' is not cpu, cuda or auto", v);
         } else {
             return fail("unknown option '%s' (see --help)", a);

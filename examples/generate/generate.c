@@ -16,6 +16,7 @@
 
 #include "tinfer.h"
 
+#include "../common/cli.h"
 #include "../common/omp_policy.h"
 
 #include <errno.h>
@@ -227,13 +228,7 @@ int main(int argc, char **argv) {
             if (!v[0]) return fail("--stop: empty stop string");
             stops[n_stops++] = v;
         } else if (!strcmp(a, "--backend")) {
-            if (!strcmp(v, "cpu"))
-                backend = TINFER_BACKEND_CPU;
-            else if (!strcmp(v, "cuda"))
-                backend = TINFER_BACKEND_CUDA;
-            else if (!strcmp(v, "auto"))
-                backend = TINFER_BACKEND_AUTO;
-            else
+            if (tinfer_example_backend(v, &backend) != 0)
                 return fail("--backend: '%s' is not cpu, cuda or auto", v);
         } else {
             return fail("unknown option '%s' (see --help)", a);

@@ -15,6 +15,7 @@
 #include "http.h"
 #include "server.h"
 
+#include "../common/cli.h"
 #include "../common/omp_policy.h"
 
 #include <errno.h>
@@ -145,13 +146,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--debug-step-delay-ms"))
             bad = parse_long(a, v, 0, 10000, &step_delay_ms);
         else if (!strcmp(a, "--backend")) {
-            if (!strcmp(v, "cpu"))
-                backend = TINFER_BACKEND_CPU;
-            else if (!strcmp(v, "cuda"))
-                backend = TINFER_BACKEND_CUDA;
-            else if (!strcmp(v, "auto"))
-                backend = TINFER_BACKEND_AUTO;
-            else
+            if (tinfer_example_backend(v, &backend) != 0)
                 return fail("--backend: '%s' is not cpu, cuda or auto", v);
         } else
             return fail("unknown option '%s' (see --help)", a);
