@@ -192,6 +192,18 @@ TINFER_API void tinfer_context_free(tinfer_context *ctx);
 TINFER_API const char *tinfer_context_last_error(const tinfer_context *ctx);
 TINFER_API int32_t tinfer_context_n_ctx(const tinfer_context *ctx);
 
+/* What the context's steps cost in launches (for benchmarks and the server's metrics). */
+typedef struct tinfer_context_stats {
+    int64_t steps;          /* tinfer_decode calls that ran */
+    int64_t graph_replays;  /* CUDA backend: steps replayed from a captured graph */
+    int64_t graph_captures; /* CUDA backend: graphs captured (a new batch shape, or key range) */
+    /* CUDA backend: kernels of the last step when it was replayed from (or captured into) a
+     * graph, counted from the graph's kernel nodes; 0 for an eager step and on the CPU */
+    int32_t last_step_kernels;
+} tinfer_context_stats;
+TINFER_API tinfer_status tinfer_context_get_stats(const tinfer_context *ctx,
+                                                  tinfer_context_stats *out);
+
 /* A batch: n_tokens entries, each a token at a position in a sequence. Several sequences may
  * share one call (prefill of one while decoding another). Positions within a sequence must
  * continue that sequence's cache: pos == number of tokens already cached for seq_id, in order.

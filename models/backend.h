@@ -152,6 +152,9 @@ typedef struct tinfer_backend_ops {
                             const int32_t **host_ids);
     /* The message of the last failing call of this context ("" if none). */
     const char *(*last_error)(const void *cs);
+    /* Launch counts (tinfer_context_stats' backend fields); NULL where there are none (CPU). */
+    void (*stats)(const void *cs, int64_t *graph_replays, int64_t *graph_captures,
+                  int32_t *last_step_kernels);
 } tinfer_backend_ops;
 
 /* The CPU backend: gemm/cpu + ops/ref, OpenMP inside each op; F32 activations and KV cache. */

@@ -68,6 +68,7 @@ typedef struct graph_entry {
     int32_t seen;
     cudaGraphExec_t exec;
     uint64_t used;
+    int32_t kernels; /* kernel nodes of the captured graph */
 } graph_entry;
 
 typedef struct cuda_ctx {
@@ -93,6 +94,8 @@ typedef struct cuda_ctx {
     bool graphs;
     graph_entry g[GRAPH_SLOTS];
     uint64_t g_clock;
+    int64_t n_replays, n_captures; /* tinfer_context_stats */
+    int32_t last_kernels;          /* kernels of the last step (0: it ran eagerly) */
 } cuda_ctx;
 
 #define CUDA_OK(err, call, what)                                                                   \
@@ -601,15 +604,34 @@ static graph_entry *graph_slot(cuda_ctx *c) {
         if (e->used < lru->used) lru = e;
     }
     if (lru->exec) cudaGraphExecDestroy(lru->exec);
-    *lru = (graph_entry){c->bp->n, c->bp->n_out, c->dec_chunk, c->dec_split, c->logits, 0, NULL, 0};
+    *lru = (graph_entry){c->bp->n, c->bp->n_out, c->dec_chunk, c->dec_split, c->logits, 0, NULL, 0,
+                         0};
     return lru;
 }
 
 /* Runs the step: a decode step through its graph where one is (or can now be) made, else
  * eagerly. A capture or instantiation that fails turns graphs off for this context and the step
  * runs eagerly: graphs only ever change how fast a step runs. */
+/* Kernel nodes of a captured graph (the step's launches; the memset and copy nodes aside). */
+static int32_t graph_kernels(cudaGraph_t graph) {
+    size_t n = 0;
+    if (cudaGraphGetNodes(graph, NULL, &n) != cudaSuccess || n == 0) return 0;
+    cudaGraphNode_t *nodes = malloc(n * sizeof *nodes);
+    int32_t k = 0;
+    if (nodes && cudaGraphGetNodes(graph, nodes, &n) == cudaSuccess)
+        for (size_t i = 0; i < n; i++) {
+            enum cudaGraphNodeType t;
+            if (cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess && t == cudaGraphNodeTypeKernel)
+                k++;
+        }
+    free(nodes);
+    cudaGetLastError();
+    return k;
+}
+
 static tinfer_status launch_step(cuda_ctx *c) {
     const bool decode_only = c->n_tiles == 0 && c->n_dec == c->bp->n;
+    c->last_kernels = 0;
     if (!c->graphs || !decode_only) return run_step(c);
     graph_entry *e = graph_slot(c);
     e->used = ++c->g_clock;
@@ -623,6 +645,10 @@ static tinfer_status launch_step(cuda_ctx *c) {
             if (rc == TINFER_OK && ce == cudaSuccess &&
                 cudaGraphInstantiate(&e->exec, graph, 0) != cudaSuccess)
                 e->exec = NULL;
+            if (e->exec) {
+                e->kernels = graph_kernels(graph);
+                c->n_captures++;
+            }
         }
         if (graph) cudaGraphDestroy(graph);
         if (!e->exec) {
@@ -639,6 +665,8 @@ static tinfer_status launch_step(cuda_ctx *c) {
         }
     }
     CUDA_OK(&c->err, cudaGraphLaunch(e->exec, c->stream), "replaying the decode step's graph");
+    c->n_replays++;
+    c->last_kernels = e->kernels;
     return TINFER_OK;
 }
 
@@ -672,6 +700,13 @@ static tinfer_status cuda_logits(void *cs, bool need_logits, const float **host_
 
 static const char *cuda_last_error(const void *cs) { return ((const cuda_ctx *)cs)->err.msg; }
 
+static void cuda_stats(const void *cs, int64_t *replays, int64_t *captures, int32_t *kernels) {
+    const cuda_ctx *c = cs;
+    *replays = c->n_replays;
+    *captures = c->n_captures;
+    *kernels = c->last_kernels;
+}
+
 const tinfer_backend_ops tinfer_backend_cuda = {
     .name = "cuda",
     .model_init = cuda_model_init,
@@ -689,4 +724,5 @@ const tinfer_backend_ops tinfer_backend_cuda = {
     .attention = cuda_attention,
     .logits = cuda_logits,
     .last_error = cuda_last_error,
+    .stats = cuda_stats,
 };

@@ -44,6 +44,7 @@ struct tinfer_context {
     const int32_t *ids;  /* [n_out] the most likely token of each row of the last step */
     int8_t *row_mode;    /* [n_batch] what batch entry i asked for: 0, 1 logits, 2 argmax */
     int32_t n_last;      /* n_tokens of the last successful tinfer_decode (0: none) */
+    int64_t n_steps;     /* successful tinfer_decode calls */
     tinfer_llama_scratch s;
 };
 
@@ -220,6 +221,18 @@ tinfer_status tinfer_decode(tinfer_context *c, const tinfer_batch *b) {
     for (int32_t i = 0; i < n; i++)
         c->seq_len[b->seq_id[i]]++;
     c->n_last = n;
+    c->n_steps++;
+    return TINFER_OK;
+}
+
+tinfer_status tinfer_context_get_stats(const tinfer_context *c, tinfer_context_stats *out) {
+    if (!c || !out)
+        return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG, "tinfer_context_get_stats: NULL %s",
+                              c ? "output" : "context");
+    memset(out, 0, sizeof *out);
+    out->steps = c->n_steps;
+    if (c->ops->stats)
+        c->ops->stats(c->bc, &out->graph_replays, &out->graph_captures, &out->last_step_kernels);
     return TINFER_OK;
 }
 

@@ -126,6 +126,7 @@ typedef struct bench {
     tinfer_token *tok;
     int32_t *pos, *seq;
     int8_t *want;
+    int graphs; /* tinfer_context_params.cuda_graphs */
 } bench;
 
 /* One run of a test; returns its seconds, < 0 on error. */
@@ -187,6 +188,7 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
     cp.n_ctx = kind == 'p' ? tokens : tokens + (batch > 1 ? BATCH_PROMPT : 0);
     if (n_ctx > cp.n_ctx) cp.n_ctx = n_ctx;
     cp.n_batch = kind == 'p' ? tokens : batch * (batch > 1 ? BATCH_PROMPT : 1);
+    cp.cuda_graphs = b->graphs;
     tinfer_context *ctx = NULL;
     if (tinfer_context_init(b->model, &cp, &ctx) != TINFER_OK)
         return fail("%s: %s", r->name, tinfer_last_error());
@@ -198,7 +200,9 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
     }
     const double n_tok = (double)tokens * batch;
     char note[512] = "";
+    tinfer_context_stats st0 = {0}, st1 = {0};
     for (int k = -1; k < reps; k++) { /* k = -1: warm-up */
+        if (k == 0) tinfer_context_get_stats(ctx, &st0);
         if (isatty(2))                /* a progress line on a terminal; logs stay clean */
             fprintf(stderr, "\rtinfer-bench: test %d/%d %-12s %s %d/%d   ", idx + 1, n_tests,
                     r->name, k < 0 ? "warm-up" : "run", k < 0 ? 0 : k + 1, reps);
@@ -213,6 +217,13 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
             snprintf(note, sizeof note, "%s", tinfer_context_last_error(ctx));
     }
     if (note[0]) fprintf(stderr, "tinfer-bench: %s: %s\n", r->name, note);
+    tinfer_context_get_stats(ctx, &st1);
+    if (kind == 'g') {
+        r->kernels = st1.last_step_kernels;
+        if (st1.steps > st0.steps)
+            r->graph_pct = 100.0 * (double)(st1.graph_replays - st0.graph_replays) /
+                           (double)(st1.steps - st0.steps);
+    }
     double sum = 0, sq = 0;
     for (int k = 0; k < reps; k++)
         sum += tps[k];
@@ -246,6 +257,7 @@ static void usage(void) {
         "  --threads N            CPU threads (default: all cores)\n"
         "  --random-weights       random BF16 weights of config.json's shapes (speed only)\n"
         "  --seed N               seed of the random weights (default 1)\n"
+        "  --graphs 0|1           CUDA: replay decode steps as CUDA graphs (default 1)\n"
         "  --no-peak              skip measuring the peaks (CPU: read bandwidth; GPU: copy\n"
         "                         bandwidth and cuBLAS BF16 GEMM) the results are compared with\n"
         "  --png PREFIX           also write PREFIX-batch.png (decode tok/s vs batch size) and\n"
@@ -287,28 +299,31 @@ static void print_results(out_fmt fmt, const char *desc, double n_params, int64_
             printf("    {\"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"batch\": %d, "
                    "\"avg_ts\": %.3f, \"stddev_ts\": %.3f, \"weight_gbs\": %.3f, "
                    "\"gflops\": %.3f, \"route\": \"%s\", \"pct_peak_bw\": %s, "
-                   "\"pct_cublas\": %s}%s\n",
+                   "\"pct_cublas\": %s, \"kernels_per_step\": %d, \"graph_pct\": %.1f}%s\n",
                    r[i].name, r[i].kind == 'p' ? r[i].tokens : 0,
                    r[i].kind == 'g' ? r[i].tokens : 0, r[i].batch, r[i].mean, r[i].sd, r[i].gbs,
                    r[i].gflops, r[i].route,
                    num(b3, sizeof b3, "%.1f", pct_bw(&r[i], pk->bw_gbs), "null"),
                    num(b4, sizeof b4, "%.1f", pct_flops(&r[i], pk->gflops), "null"),
-                   i + 1 < n ? "," : "");
+                   (int)r[i].kernels, r[i].graph_pct, i + 1 < n ? "," : "");
         printf("  ]\n}\n");
         return;
     }
     if (fmt == OUT_CSV) {
         printf("model,backend,threads,test,n_prompt,n_gen,batch,avg_ts,stddev_ts,weight_gbs,"
-               "pct_of_read_bw,gflops,route,peak_gbs,peak_gflops,pct_peak_bw,pct_cublas\n");
+               "pct_of_read_bw,gflops,route,peak_gbs,peak_gflops,pct_peak_bw,pct_cublas,"
+               "kernels_per_step,graph_pct\n");
         for (int i = 0; i < n; i++)
-            printf("\"%s\",%s,%d,%s,%d,%d,%d,%.3f,%.3f,%.3f,%.1f,%.3f,\"%s\",%s,%s,%s,%s\n", desc,
+            printf("\"%s\",%s,%d,%s,%d,%d,%d,%.3f,%.3f,%.3f,%.1f,%.3f,\"%s\",%s,%s,%s,%s,%d,%.1f\n",
+                   desc,
                    backend, threads, r[i].name, r[i].kind == 'p' ? r[i].tokens : 0,
                    r[i].kind == 'g' ? r[i].tokens : 0, r[i].batch, r[i].mean, r[i].sd, r[i].gbs,
                    pct_bw(&r[i], cpu_gbs), r[i].gflops, r[i].route,
                    num(b1, sizeof b1, "%.3f", pk->bw_gbs, ""),
                    num(b2, sizeof b2, "%.3f", pk->gflops, ""),
                    num(b3, sizeof b3, "%.1f", pct_bw(&r[i], pk->bw_gbs), ""),
-                   num(b4, sizeof b4, "%.1f", pct_flops(&r[i], pk->gflops), ""));
+                   num(b4, sizeof b4, "%.1f", pct_flops(&r[i], pk->gflops), ""),
+                   (int)r[i].kernels, r[i].graph_pct);
         return;
     }
     printf("model: %s\nparams: %.2f M, weights read per decode step: %.1f MB\n", desc,
@@ -324,17 +339,21 @@ static void print_results(out_fmt fmt, const char *desc, double n_params, int64_
         printf("cuBLAS BF16 GEMM peak (8192^3, FP32 compute, median, same run): %.1f TFLOP/s\n",
                pk->gflops / 1e3);
     printf("\n| backend | threads | test | t/s | weights GB/s | %% of peak bw | GFLOP/s | "
-           "%% of cuBLAS | kernels |\n|---|---|---|---|---|---|---|---|---|\n");
+           "%% of cuBLAS | kernels/step | GEMM route |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
-        char gb[16] = "", gf[16] = "";
+        char gb[16] = "", gf[16] = "", ks[48] = "";
+        if (r[i].kind == 'g' && r[i].kernels > 0)
+            snprintf(ks, sizeof ks, "%d (%.0f%% graphs)", (int)r[i].kernels, r[i].graph_pct);
+        else if (r[i].kind == 'g' && !strcmp(backend, "cuda"))
+            snprintf(ks, sizeof ks, "(no graphs)");
         if (r[i].kind == 'g')
             snprintf(gb, sizeof gb, "%.1f", r[i].gbs);
         else
             snprintf(gf, sizeof gf, "%.1f", r[i].gflops);
-        printf("| %s | %d | %s | %.2f ± %.2f | %s | %s | %s | %s | %s |\n", backend, threads,
+        printf("| %s | %d | %s | %.2f ± %.2f | %s | %s | %s | %s | %s | %s |\n", backend, threads,
                r[i].name, r[i].mean, r[i].sd, gb,
                num(b1, sizeof b1, "%.0f%%", pct_bw(&r[i], pk->bw_gbs), ""), gf,
-               num(b2, sizeof b2, "%.0f%%", pct_flops(&r[i], pk->gflops), ""), r[i].route);
+               num(b2, sizeof b2, "%.0f%%", pct_flops(&r[i], pk->gflops), ""), ks, r[i].route);
     }
 }
 
@@ -347,6 +366,7 @@ int main(int argc, char **argv) {
     unsigned long long seed = 1;
     out_fmt fmt = OUT_MD;
     bool random_w = false, peak = true;
+    int graphs = 1;
     tinfer_backend backend = TINFER_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -400,6 +420,9 @@ int main(int argc, char **argv) {
                 fmt = OUT_CSV;
             else
                 return fail("%s: '%s' is not md, json or csv", a, v);
+        } else if (!strcmp(a, "--graphs")) {
+            if (strcmp(v, "0") && strcmp(v, "1")) return fail("--graphs: '%s' is not 0 or 1", v);
+            graphs = v[0] == '1';
         } else if (!strcmp(a, "--backend")) {
             if (tinfer_example_backend(v, &backend) != 0)
                 return fail("--backend: '%s' is not cpu, cuda or auto", v);
@@ -416,6 +439,7 @@ int main(int argc, char **argv) {
     mp.random_weights = random_w;
     mp.random_seed = seed;
     bench b = {0};
+    b.graphs = graphs;
     fprintf(stderr, "tinfer-bench: loading %s%s\n", dir, random_w ? " (random weights)" : "");
     if (tinfer_model_load(dir, &mp, &b.model) != TINFER_OK) return fail("%s", tinfer_last_error());
     b.n_vocab = tinfer_model_n_vocab(b.model);

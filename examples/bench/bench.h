@@ -15,6 +15,8 @@ typedef struct test_result {
     double gbs;      /* decode: weight bytes read per second */
     double gflops;   /* prefill */
     char route[512];
+    int32_t kernels;  /* decode: kernels a step launched (its CUDA graph's); 0 = not known */
+    double graph_pct; /* decode: % of the timed steps replayed from a CUDA graph */
 } test_result;
 
 /* The roofs a run is compared with; 0 = not measured. */

@@ -287,10 +287,18 @@ static __global__ void __launch_bounds__(D)
 }
 
 /* The launch's key ranges: enough splits to fill the SMs, chunks no shorter than the minimum (a
- * multiple of DEC_KT), no more than the workspace holds. Host arithmetic; the same numbers for
- * the same arguments, so a CUDA graph of the launch stays valid while they hold. */
+ * multiple of DEC_KT), no more than the workspace holds. They cover max_len rounded up to a power
+ * of two (at least DEC_KT, at most n_ctx), not max_len itself: the ranges then stay the same while
+ * the sequences grow, so a decode step's CUDA graph (keyed by them, models/backend_cuda.c) is
+ * captured about log2(n_ctx) times over a generation, not at every token; ranges past a query's
+ * position are empty and return at once. Host arithmetic; the same numbers for the same
+ * arguments. */
 static void decode_split(int n_sm, const attn_geom &geo, int32_t D, int32_t n_dec, int32_t max_len,
                          const float *ws, size_t ws_bytes, int32_t *chunk_out, int32_t *n_split) {
+    int64_t bucket = DEC_KT;
+    while (bucket < max_len) bucket *= 2;
+    if (bucket > geo.n_ctx) bucket = geo.n_ctx > max_len ? geo.n_ctx : max_len;
+    max_len = (int32_t)bucket;
     const int32_t G = geo.n_head / geo.n_head_kv, n_hb = (G + DEC_HB - 1) / DEC_HB;
     const int64_t base_blocks = (int64_t)n_dec * geo.n_head_kv * n_hb;
     int64_t want = ((int64_t)DEC_BLOCKS_PER_SM * n_sm + base_blocks - 1) / base_blocks;
@@ -379,6 +387,7 @@ extern "C" tinfer_status tinfer_op_cuda_attention_decode_split(const tinfer_op_c
     memset(&geo, 0, sizeof geo);
     geo.n_head = kv->n_head;
     geo.n_head_kv = kv->n_head_kv;
+    geo.n_ctx = kv->n_ctx;
     decode_split(facts.n_sm, geo, kv->head_dim, n_dec, max_len, ws, ws_bytes, chunk, n_split);
     return TINFER_OK;
 }
