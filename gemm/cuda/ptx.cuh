@@ -9,6 +9,8 @@
 #ifndef TINFER_GEMM_DECODE_PTX_CUH
 #define TINFER_GEMM_DECODE_PTX_CUH
 
+#include "gemm/cuda/pdl.cuh"
+
 #include <stdint.h>
 
 namespace tdec {
@@ -54,20 +56,9 @@ template <int N> static __device__ __forceinline__ void cp_async_wait(void) {
 #endif
 }
 
-/* PDL: blocks until every grid this one depends on programmatically has completed and its
- * memory operations are visible; a no-op when the launch did not ask for PDL. */
-static __device__ __forceinline__ void pdl_wait(void) {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-/* PDL: this block no longer holds back the launch of the grid that depends on this one (it may
- * start once every block of this grid has said so or exited). */
-static __device__ __forceinline__ void pdl_launch_dependents(void) {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
+/* PDL (gemm/cuda/pdl.cuh): wait for the grids this one depends on; let the next one launch. */
+static __device__ __forceinline__ void pdl_wait(void) { tinfer_pdl_wait(); }
+static __device__ __forceinline__ void pdl_launch_dependents(void) { tinfer_pdl_launch_dependents(); }
 /* Bulk prefetch of [src, src + bytes) into L2 (sm_90; src 16-byte aligned, bytes % 16 == 0).
  * A hint only: it writes nothing the program can observe, and L2 is the point of coherence for
  * global memory, so a line fetched here that another kernel writes afterwards is updated in L2

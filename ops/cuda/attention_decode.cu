@@ -112,6 +112,7 @@ static __global__ void __launch_bounds__(DEC_THREADS)
                   const int32_t *__restrict__ pos, const int32_t *__restrict__ seq,
                   const int32_t *__restrict__ dec, attn_geom geo, int32_t chunk, int32_t n_split,
                   dec_ws ws) {
+    tops_pdl_enter();
     constexpr int LPK = D / 8;                 /* lanes per key in the score pass */
     constexpr int KPW = 32 / LPK;              /* keys per warp per step */
     constexpr int NKG = DEC_THREADS / (D / 2); /* key groups in the P V pass */
@@ -265,6 +266,7 @@ static __global__ void __launch_bounds__(D)
     decode_combine_kernel(uint16_t *__restrict__ out, const int32_t *__restrict__ pos,
                           const int32_t *__restrict__ seq, const int32_t *__restrict__ dec,
                           attn_geom geo, int32_t chunk, int32_t n_split, dec_ws ws) {
+    tops_pdl_enter();
     const int32_t qi = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
     const int32_t i = dec[qi], p = pos[i], s = seq[i];
     uint16_t *o = out + (int64_t)i * geo.n_head * D + (int64_t)h * D;
@@ -333,16 +335,15 @@ static tinfer_status decode_launch(uint16_t *out, const uint16_t *qkv, const tin
         const int64_t nsl = (int64_t)n_dec * geo.n_head * n_split;
         const dec_ws w = {ws, ws ? ws + nsl * D : nullptr, ws ? ws + nsl * (D + 1) : nullptr};
         if (n_split == 1) {
-            decode_kernel<D, true><<<grid, DEC_THREADS, 0, stream>>>(out, qkv, kv->k, kv->v, pos,
-                                                                     seq, dec, geo, chunk, 1, w);
-            TINFER_CUDA_LAUNCH_CHECK(err, "attention decode_kernel");
+            TOPS_LAUNCH(err, "attention decode_kernel", (decode_kernel<D, true>), grid, DEC_THREADS,
+                        0, stream, out, qkv, kv->k, kv->v, pos, seq, dec, geo, chunk, 1, w);
         } else {
-            decode_kernel<D, false><<<grid, DEC_THREADS, 0, stream>>>(
-                out, qkv, kv->k, kv->v, pos, seq, dec, geo, chunk, n_split, w);
-            TINFER_CUDA_LAUNCH_CHECK(err, "attention decode_kernel (split)");
-            decode_combine_kernel<D><<<dim3((unsigned)n_dec, (unsigned)geo.n_head), D, 0, stream>>>(
-                out, pos, seq, dec, geo, chunk, n_split, w);
-            TINFER_CUDA_LAUNCH_CHECK(err, "attention decode_combine_kernel");
+            TOPS_LAUNCH(err, "attention decode_kernel (split)", (decode_kernel<D, false>), grid,
+                        DEC_THREADS, 0, stream, out, qkv, kv->k, kv->v, pos, seq, dec, geo, chunk,
+                        n_split, w);
+            TOPS_LAUNCH(err, "attention decode_combine_kernel", decode_combine_kernel<D>,
+                        dim3((unsigned)n_dec, (unsigned)geo.n_head), D, 0, stream, out, pos, seq,
+                        dec, geo, chunk, n_split, w);
         }
     }
 cleanup:

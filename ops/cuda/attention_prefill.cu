@@ -57,6 +57,7 @@ static __global__ void __launch_bounds__(PF_THREADS)
                    const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
                    const int32_t *__restrict__ pos, const int32_t *__restrict__ tiles,
                    attn_geom geo) {
+    tops_pdl_enter();
     constexpr int LD = D + PF_PAD; /* shared row length, BF16 */
     constexpr int NKS = D / 16;    /* k-steps of Q K^T */
     constexpr int NDB = D / 8;     /* 8-column blocks of O */
@@ -228,13 +229,9 @@ extern "C" tinfer_status tinfer_op_cuda_attention_prefill(uint16_t *out, const u
     TOPS_REQUIRE(err, kv->n_head <= 65535, "attention_prefill", "n_head %d > 65535", kv->n_head);
     {
         const dim3 grid((unsigned)n_tiles, (unsigned)kv->n_head);
-        if (kv->head_dim == 64)
-            prefill_kernel<64>
-                <<<grid, PF_THREADS, 0, stream>>>(out, qkv, kv->k, kv->v, pos, tiles, geo);
-        else
-            prefill_kernel<128>
-                <<<grid, PF_THREADS, 0, stream>>>(out, qkv, kv->k, kv->v, pos, tiles, geo);
-        TINFER_CUDA_LAUNCH_CHECK(err, "attention prefill_kernel");
+        TOPS_LAUNCH(err, "attention prefill_kernel",
+                    kv->head_dim == 64 ? prefill_kernel<64> : prefill_kernel<128>, grid, PF_THREADS,
+                    0, stream, out, qkv, kv->k, kv->v, pos, tiles, geo);
     }
 cleanup:
     return status;

@@ -37,6 +37,7 @@ using namespace tops;
 template <bool VEC>
 static __global__ void embed_kernel(float *__restrict__ out, const uint16_t *__restrict__ table,
                                     const int32_t *__restrict__ tok, int32_t E, int32_t n_vocab) {
+    tops_pdl_enter();
     const int64_t i = blockIdx.x;
     const int32_t id = tok[i];
     float *o = out + i * E;
@@ -73,11 +74,8 @@ extern "C" tinfer_status tinfer_op_cuda_embed(float *out, const uint16_t *table,
     {
         const bool vec = E % 8 == 0 && tops_host_aligned(out, 16) && tops_host_aligned(table, 16);
         const int threads = E >= 2048 ? 256 : 128;
-        if (vec)
-            embed_kernel<true><<<n, threads, 0, stream>>>(out, table, tok, E, n_vocab);
-        else
-            embed_kernel<false><<<n, threads, 0, stream>>>(out, table, tok, E, n_vocab);
-        TINFER_CUDA_LAUNCH_CHECK(err, "embed_kernel");
+        TOPS_LAUNCH(err, "embed_kernel", vec ? embed_kernel<true> : embed_kernel<false>, n, threads,
+                    0, stream, out, table, tok, E, n_vocab);
     }
 cleanup:
     return status;
@@ -92,6 +90,7 @@ static __global__ void __launch_bounds__(RMS_THREADS)
     rmsnorm_kernel(uint16_t *__restrict__ out, const float *__restrict__ x,
                    const uint16_t *__restrict__ w, const int32_t *__restrict__ rows, int32_t n_x,
                    int32_t E, float eps) {
+    tops_pdl_enter();
     __shared__ float red[RMS_THREADS / 32];
     __shared__ float r_sh;
     const int64_t r = blockIdx.x;
@@ -159,11 +158,8 @@ extern "C" tinfer_status tinfer_op_cuda_rmsnorm(uint16_t *out, const float *x, c
     {
         const bool vec = E % 4 == 0 && tops_host_aligned(x, 16) && tops_host_aligned(w, 8) &&
                          tops_host_aligned(out, 8);
-        if (vec)
-            rmsnorm_kernel<true><<<n_out, RMS_THREADS, 0, stream>>>(out, x, w, rows, n_x, E, eps);
-        else
-            rmsnorm_kernel<false><<<n_out, RMS_THREADS, 0, stream>>>(out, x, w, rows, n_x, E, eps);
-        TINFER_CUDA_LAUNCH_CHECK(err, "rmsnorm_kernel");
+        TOPS_LAUNCH(err, "rmsnorm_kernel", vec ? rmsnorm_kernel<true> : rmsnorm_kernel<false>,
+                    n_out, RMS_THREADS, 0, stream, out, x, w, rows, n_x, E, eps);
     }
 cleanup:
     return status;
@@ -185,6 +181,7 @@ template <bool VEC>
 static __global__ void __launch_bounds__(ARGMAX_THREADS)
     argmax_kernel(int32_t *__restrict__ ids, const float *__restrict__ logits, int32_t V,
                   int64_t ld) {
+    tops_pdl_enter();
     __shared__ float sv[ARGMAX_THREADS / 32];
     __shared__ int32_t si[ARGMAX_THREADS / 32];
     const float *row = logits + (int64_t)blockIdx.x * ld;
@@ -243,11 +240,8 @@ extern "C" tinfer_status tinfer_op_cuda_argmax(int32_t *ids, const float *logits
     TOPS_REQUIRE(err, ids && logits, "argmax", "NULL pointer");
     {
         const bool vec = ld % 4 == 0 && tops_host_aligned(logits, 16);
-        if (vec)
-            argmax_kernel<true><<<n_out, ARGMAX_THREADS, 0, stream>>>(ids, logits, V, ld);
-        else
-            argmax_kernel<false><<<n_out, ARGMAX_THREADS, 0, stream>>>(ids, logits, V, ld);
-        TINFER_CUDA_LAUNCH_CHECK(err, "argmax_kernel");
+        TOPS_LAUNCH(err, "argmax_kernel", vec ? argmax_kernel<true> : argmax_kernel<false>, n_out,
+                    ARGMAX_THREADS, 0, stream, ids, logits, V, ld);
     }
 cleanup:
     return status;
@@ -258,6 +252,7 @@ cleanup:
 template <bool VEC>
 static __global__ void cast_kernel(uint16_t *__restrict__ out, const float *__restrict__ in,
                                    int64_t count) {
+    tops_pdl_enter();
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t i0 = 0;
     if (VEC) {
@@ -286,11 +281,8 @@ extern "C" tinfer_status tinfer_op_cuda_cast_f32_bf16(uint16_t *out, const float
         int64_t blocks = (count / (vec ? 4 : 1) + threads - 1) / threads;
         if (blocks > 4096) blocks = 4096; /* grid-stride beyond: 1M threads cover any SM count */
         if (blocks < 1) blocks = 1;
-        if (vec)
-            cast_kernel<true><<<(unsigned)blocks, threads, 0, stream>>>(out, in, count);
-        else
-            cast_kernel<false><<<(unsigned)blocks, threads, 0, stream>>>(out, in, count);
-        TINFER_CUDA_LAUNCH_CHECK(err, "cast_kernel");
+        TOPS_LAUNCH(err, "cast_kernel", vec ? cast_kernel<true> : cast_kernel<false>,
+                    (unsigned)blocks, threads, 0, stream, out, in, count);
     }
 cleanup:
     return status;

@@ -6,6 +6,9 @@
 #define TINFER_OPS_CUDA_UTIL_CUH
 
 #include "base/error.h"
+#include "gemm/cuda/cuda_check.h"
+#include "gemm/cuda/device.h"
+#include "gemm/cuda/pdl.cuh"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -45,7 +48,39 @@ static __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
+/* First statement of every ops kernel: they are all launched with programmatic dependent launch
+ * on sm_90 (TOPS_LAUNCH), so the kernel after one may be scheduled at once (its own wait still
+ * holds it until this grid has finished), and this one waits here for the kernel before it: a
+ * decode step's small kernels overlap their launch and prologue with their predecessor's tail
+ * instead of each paying a full launch gap. */
+static __device__ __forceinline__ void tops_pdl_enter(void) {
+    tinfer_pdl_launch_dependents();
+    tinfer_pdl_wait();
+}
+
 } // namespace tops
+
+/* 1 when the current device runs griddepcontrol (sm_90 and later). */
+static inline bool tops_pdl_ok(void) {
+    tinfer_cuda_facts f;
+    return tinfer_cuda_current_facts(&f, NULL) == TINFER_OK && f.cc_major >= 9;
+}
+
+/* Launches an ops kernel (which starts with tops_pdl_enter) with PDL where the device has it;
+ * a failed launch records "kernel <name> failed ..." and jumps to cleanup (status, as
+ * TINFER_CUDA_LAUNCH_CHECK). */
+#define TOPS_LAUNCH(err, name, kernel, grid, block, smem, stream, ...)                             \
+    do {                                                                                           \
+        cudaError_t le_ = tinfer_launch(kernel, dim3(grid), dim3(block), (smem), (stream),         \
+                                        tops_pdl_ok(), __VA_ARGS__);                               \
+        if (le_ != cudaSuccess) {                                                                  \
+            (void)cudaGetLastError();                                                              \
+            status = tinfer_err_set((err), TINFER_ERR_CUDA, "kernel %s failed at %s:%d: %s",       \
+                                    name, __FILE__, __LINE__, cudaGetErrorString(le_));            \
+            goto cleanup;                                                                          \
+        }                                                                                          \
+        TINFER_CUDA_LAUNCH_CHECK(err, name);                                                       \
+    } while (0)
 
 static inline bool tops_host_aligned(const void *p, unsigned a) {
     return ((uintptr_t)p & (uintptr_t)(a - 1)) == 0;

@@ -36,6 +36,7 @@ static __global__ void __launch_bounds__(ROPE_THREADS)
                    const float *__restrict__ inv_freq, const int32_t *__restrict__ pos,
                    const int32_t *__restrict__ seq, int32_t n_head, int32_t n_head_kv, int32_t hd,
                    int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t layer) {
+    tops_pdl_enter();
     __shared__ float cs[ROPE_HALF_MAX], sn[ROPE_HALF_MAX];
     const int64_t i = blockIdx.x;
     const int32_t half = hd / 2, kvd = n_head_kv * hd;
@@ -105,10 +106,9 @@ extern "C" tinfer_status tinfer_op_cuda_rope_kv(uint16_t *qkv, const tinfer_op_c
                  layer, kv->n_layer);
     if (n == 0) return TINFER_OK;
     TOPS_REQUIRE(err, qkv && kv->k && kv->v && inv_freq && pos && seq, "rope_kv", "NULL pointer");
-    rope_kv_kernel<<<n, ROPE_THREADS, 0, stream>>>(qkv, kv->k, kv->v, inv_freq, pos, seq,
-                                                   kv->n_head, kv->n_head_kv, kv->head_dim,
-                                                   kv->n_seq, kv->n_layer, kv->n_ctx, layer);
-    TINFER_CUDA_LAUNCH_CHECK(err, "rope_kv_kernel");
+    TOPS_LAUNCH(err, "rope_kv_kernel", rope_kv_kernel, n, ROPE_THREADS, 0, stream, qkv, kv->k,
+                kv->v, inv_freq, pos, seq, kv->n_head, kv->n_head_kv, kv->head_dim, kv->n_seq,
+                kv->n_layer, kv->n_ctx, layer);
 cleanup:
     return status;
 }
