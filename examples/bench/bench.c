@@ -358,7 +358,7 @@ static void print_results(out_fmt fmt, const char *desc, double n_params, int64_
 }
 
 int main(int argc, char **argv) {
-    tinfer_example_omp_passive(argv, "tinfer-bench");
+    tinfer_example_omp_policy(argv, "tinfer-bench");
     const char *dir = NULL, *png = NULL;
     int32_t pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, batches[MAX_LIST];
     int n_pp = 1, n_tg = 1, n_batch = 0;

@@ -173,7 +173,7 @@ static tinfer_status detok_push(const tinfer_model *m, tinfer_detok_stream *st, 
 }
 
 int main(int argc, char **argv) {
-    tinfer_example_omp_passive(argv, "tinfer-generate");
+    tinfer_example_omp_policy(argv, "tinfer-generate");
     const char *model_dir = NULL, *prompt = NULL;
     const char *stops[MAX_STOPS];
     int n_stops = 0, chat = 0;

@@ -94,7 +94,7 @@ static const char *dir_name(const char *dir, char *buf, size_t cap) {
 }
 
 int main(int argc, char **argv) {
-    tinfer_example_omp_passive(argv, "tinfer-server");
+    tinfer_example_omp_policy(argv, "tinfer-server");
     const char *model_dir = NULL, *host = "127.0.0.1", *alias = NULL;
     long port = 8080, parallel = 4, n_ctx = 0, n_batch = 512, queue = 64, threads = 0;
     long max_body = 1 << 20, max_conn = 256, drain_s = 30, step_delay_ms = 0;
