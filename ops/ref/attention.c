@@ -35,9 +35,11 @@
  * an OpenMP team wake-up; dev box, 2 cores). */
 #define ATT_PAR_MIN ((int64_t)1 << 16)
 /* Key split for decode: at least ATT_SPLIT_MIN keys per range (shorter ranges cost more in the
- * merge than they save); partial outputs of at most ATT_SPLIT_FLOATS floats (32 KiB of stack)
+ * merge and the fork than they save; SmolLM2 decode at context 128-192 on 2 threads, attention
+ * 75 ms -> 44 ms per 64 tokens with 64 instead of 256, the example programs' short spin-wait
+ * making a fork cost microseconds, tests/model/perf_model.c); partial outputs of at most ATT_SPLIT_FLOATS floats (32 KiB of stack)
  * and ATT_SPLIT_PARTS ranges, else no split. */
-#define ATT_SPLIT_MIN 256
+#define ATT_SPLIT_MIN 64
 #define ATT_SPLIT_FLOATS 8192
 #define ATT_SPLIT_PARTS 64
 
@@ -173,9 +175,7 @@ void tinfer_op_attention(float *out, int64_t out_stride, const float *q, int64_t
     }
     /* One query (decode) forks only when its keys can be split (>= 2 ranges of ATT_SPLIT_MIN):
      * below that, the 3 KV-head items of a 9/3-head model cannot be balanced over 2 threads and
-     * the whole call (~190 keys: 0.2 M multiply-adds) is a few tens of us, the order of a
-     * parallel region's wake-up and join, which a thread descheduled by another process
-     * stretches to milliseconds. */
+     * the whole call is a few microseconds, the order of a parallel region's wake-up and join. */
     const bool par = work >= ATT_PAR_MIN && (n > 1 ? items > 1 : lmin >= 2 * ATT_SPLIT_MIN);
     const int nthr = par && !omp_in_parallel() ? omp_get_max_threads() : 1;
 
