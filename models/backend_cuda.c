@@ -509,7 +509,12 @@ static tinfer_status run_matmul(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const t
     return tinfer_gemm_bf16(&a, TINFER_GEMM_BF16_PATH_AUTO, c->stream, &c->err);
 }
 
+/* A step of decode queries only runs RoPE and the KV-cache write inside the decode attention
+ * kernel (tinfer_op_cuda_attention_decode_rope: one launch a layer fewer, same bits). */
+static bool rope_in_attention(const cuda_ctx *c) { return c->n_tiles == 0 && c->n_dec > 0; }
+
 static tinfer_status run_rope_kv(cuda_ctx *c, int32_t layer) {
+    if (rope_in_attention(c)) return TINFER_OK;
     return tinfer_op_cuda_rope_kv(buf(c, TINFER_BUF_QKV), &c->kv, layer, c->m->inv_freq,
                                   meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), c->bp->n,
                                   c->stream, &c->err);
@@ -522,7 +527,13 @@ static tinfer_status run_attention(cuda_ctx *c, int32_t layer) {
                                               &c->kv, layer, meta_dev(c, c->plan.m_pos),
                                               meta_dev(c, c->plan.m_tiles), c->n_tiles, c->stream,
                                               &c->err);
-    if (rc == TINFER_OK && c->n_dec > 0)
+    if (rc == TINFER_OK && rope_in_attention(c))
+        rc = tinfer_op_cuda_attention_decode_rope(
+            buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV), &c->kv, layer, c->m->inv_freq,
+            meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), meta_dev(c, c->plan.m_dec),
+            c->n_dec, c->max_dec_len, (float *)(c->mem + c->plan.ws), c->plan.ws_bytes, c->stream,
+            &c->err);
+    else if (rc == TINFER_OK && c->n_dec > 0)
         rc = tinfer_op_cuda_attention_decode(
             buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV), &c->kv, layer,
             meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), meta_dev(c, c->plan.m_dec),

@@ -105,13 +105,33 @@ struct dec_ws {
     float *acc, *m, *l;
 };
 
-template <int D, bool DIRECT>
+/* Element d of a rotate-half RoPE'd head (x: the head's D unrotated BF16 values), as BF16, with
+ * rope_kv.cu's operations: x0' = x0 c - x1 s, x1' = x1 c + x0 s, each product rounded. */
+template <int D>
+static __device__ __forceinline__ uint16_t rope_elem(const uint16_t *x, int d, const float *cs,
+                                                     const float *sn) {
+    const int j = d < D / 2 ? d : d - D / 2;
+    const float x0 = bf16_to_f32(x[j]), x1 = bf16_to_f32(x[j + D / 2]), c = cs[j], sv = sn[j];
+    const float y = d < D / 2 ? __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sv))
+                              : __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, sv));
+    return (uint16_t)f32_to_bf16(y);
+}
+
+/* ROPE: the q, k, v of each query are the QKV GEMM's unrotated output; the block rotates its q
+ * heads itself, and a block whose key range holds the query's own row p also rotates k, writes k
+ * and v into the cache row p (through kw / vw: the same buffers as kc / vc; every head batch of
+ * that range writes the same bytes) and reads row p from shared memory, not back from global
+ * memory (kc / vc may be read through the non-coherent path). The arithmetic is rope_kv.cu's,
+ * operation for operation (cos / sin in double, rounded once; __fmul_rn / __fsub_rn; BF16
+ * rounding of the rotated values), so the fused step's outputs and cache rows are bit-identical
+ * to rope_kv followed by this kernel without ROPE (tests/ops_cuda checks it). */
+template <int D, bool DIRECT, bool ROPE>
 static __global__ void __launch_bounds__(DEC_THREADS)
     decode_kernel(uint16_t *__restrict__ out, const uint16_t *__restrict__ qkv,
                   const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
                   const int32_t *__restrict__ pos, const int32_t *__restrict__ seq,
                   const int32_t *__restrict__ dec, attn_geom geo, int32_t chunk, int32_t n_split,
-                  dec_ws ws) {
+                  dec_ws ws, const float *__restrict__ inv_freq, uint16_t *kw, uint16_t *vw) {
     tops_pdl_enter();
     constexpr int LPK = D / 8;                 /* lanes per key in the score pass */
     constexpr int KPW = 32 / LPK;              /* keys per warp per step */
@@ -142,8 +162,39 @@ static __global__ void __launch_bounds__(DEC_THREADS)
     const int64_t cbase = attn_cache_row(geo, s, 0, D) + (int64_t)g * D;
     const float qscale = rsqrtf((float)D) * 1.4426950408889634f; /* scale * log2(e) */
     const uint16_t *qrow = qkv + (int64_t)i * geo.qkv_ld + (int64_t)h0 * D;
-    for (int e = tid; e < DEC_HB * D; e += DEC_THREADS)
-        qs[e / D][e % D] = e / D < nh ? bf16_to_f32(qrow[e]) * qscale : 0.0f;
+    __shared__ float cs_sh[ROPE ? D / 2 : 1], sn_sh[ROPE ? D / 2 : 1];
+    __shared__ __align__(16) uint16_t kp_sh[ROPE ? D : 8], vp_sh[ROPE ? D : 8];
+    const bool own_row = ROPE && p < r0 + chunk; /* this range holds row p */
+    if (ROPE) {
+        for (int j = tid; j < D / 2; j += DEC_THREADS) {
+            const float a = __fmul_rn((float)p, inv_freq[j]);
+            double sd, cd;
+            sincos((double)a, &sd, &cd);
+            cs_sh[j] = (float)cd;
+            sn_sh[j] = (float)sd;
+        }
+        __syncthreads();
+    }
+    for (int e = tid; e < DEC_HB * D; e += DEC_THREADS) {
+        float v = 0.0f;
+        if (e / D < nh) {
+            if (ROPE) v = bf16_to_f32(rope_elem<D>(qrow + e / D * D, e % D, cs_sh, sn_sh));
+            else v = bf16_to_f32(qrow[e]);
+        }
+        qs[e / D][e % D] = v * qscale;
+    }
+    if (own_row) { /* k (rotated) and v of KV head g at row p: shared memory and the cache */
+        const uint16_t *krow = qkv + (int64_t)i * geo.qkv_ld + (int64_t)(geo.n_head + g) * D;
+        const uint16_t *vrow = krow + (int64_t)geo.n_head_kv * D;
+        const int64_t crow = attn_cache_row(geo, s, p, D) + (int64_t)g * D;
+        for (int d = tid; d < D; d += DEC_THREADS) {
+            const uint16_t kv_ = rope_elem<D>(krow, d, cs_sh, sn_sh), vv = vrow[d];
+            kp_sh[d] = kv_;
+            vp_sh[d] = vv;
+            kw[crow + d] = kv_;
+            vw[crow + d] = vv;
+        }
+    }
 
     float mr[DEC_HB / 4], lr[DEC_HB / 4]; /* warp w owns heads w and w + 4 */
 #pragma unroll
@@ -166,8 +217,11 @@ static __global__ void __launch_bounds__(DEC_THREADS)
             for (int t = 0; t < DEC_HB; t++)
                 d[t] = 0.0f;
             if (jj < nk) {
-                const uint4 u = *reinterpret_cast<const uint4 *>(kc + cbase +
-                                                                 (int64_t)(j0 + jj) * kvd + sl * 8);
+                const uint4 u =
+                    own_row && j0 + jj == p
+                        ? *reinterpret_cast<const uint4 *>(kp_sh + sl * 8)
+                        : *reinterpret_cast<const uint4 *>(kc + cbase + (int64_t)(j0 + jj) * kvd +
+                                                           sl * 8);
                 const float kf[8] = {bf16_to_f32(u.x), bf16_to_f32(u.x >> 16),
                                      bf16_to_f32(u.y), bf16_to_f32(u.y >> 16),
                                      bf16_to_f32(u.z), bf16_to_f32(u.z >> 16),
@@ -218,7 +272,10 @@ static __global__ void __launch_bounds__(DEC_THREADS)
         }
         for (int jj = kg; jj < nk; jj += NKG) {
             const uint32_t v2 =
-                *reinterpret_cast<const uint32_t *>(vc + cbase + (int64_t)(j0 + jj) * kvd + 2 * dp);
+                own_row && j0 + jj == p
+                    ? *reinterpret_cast<const uint32_t *>(vp_sh + 2 * dp)
+                    : *reinterpret_cast<const uint32_t *>(vc + cbase + (int64_t)(j0 + jj) * kvd +
+                                                          2 * dp);
             const float v0 = bf16_to_f32(v2), v1 = bf16_to_f32(v2 >> 16);
 #pragma unroll
             for (int t = 0; t < DEC_HB; t++) {
@@ -322,7 +379,8 @@ template <int D>
 static tinfer_status decode_launch(uint16_t *out, const uint16_t *qkv, const tinfer_op_cuda_kv *kv,
                                    const attn_geom &geo, const int32_t *pos, const int32_t *seq,
                                    const int32_t *dec, int32_t n_dec, int32_t max_len, float *ws,
-                                   size_t ws_bytes, cudaStream_t stream, tinfer_err *err) {
+                                   size_t ws_bytes, const float *inv_freq, cudaStream_t stream,
+                                   tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     tinfer_cuda_facts facts;
     const int32_t G = geo.n_head / geo.n_head_kv, n_hb = (G + DEC_HB - 1) / DEC_HB;
@@ -334,14 +392,19 @@ static tinfer_status decode_launch(uint16_t *out, const uint16_t *qkv, const tin
         const dim3 grid((unsigned)n_dec, (unsigned)(geo.n_head_kv * n_hb), (unsigned)n_split);
         const int64_t nsl = (int64_t)n_dec * geo.n_head * n_split;
         const dec_ws w = {ws, ws ? ws + nsl * D : nullptr, ws ? ws + nsl * (D + 1) : nullptr};
+        const bool rope = inv_freq != nullptr;
+        auto *direct = rope ? decode_kernel<D, true, true> : decode_kernel<D, true, false>;
+        auto *split = rope ? decode_kernel<D, false, true> : decode_kernel<D, false, false>;
         if (n_split == 1) {
-            TOPS_LAUNCH(err, "attention decode_kernel", (decode_kernel<D, true>), grid, DEC_THREADS,
-                        0, stream, out, qkv, kv->k, kv->v, pos, seq, dec, geo, chunk, 1, w);
+            TOPS_LAUNCH(err, "attention decode_kernel", direct, grid, DEC_THREADS, 0, stream, out,
+                        qkv, kv->k, kv->v, pos, seq, dec, geo, chunk, 1, w, inv_freq, kv->k,
+                        kv->v);
         } else {
-            TOPS_LAUNCH(err, "attention decode_kernel (split)", (decode_kernel<D, false>), grid,
-                        DEC_THREADS, 0, stream, out, qkv, kv->k, kv->v, pos, seq, dec, geo, chunk,
-                        n_split, w);
-            TOPS_LAUNCH(err, "attention decode_combine_kernel", decode_combine_kernel<D>,
+            TOPS_LAUNCH(err, "attention decode_kernel (split)", split, grid, DEC_THREADS, 0, stream,
+                        out, qkv, kv->k, kv->v, pos, seq, dec, geo, chunk, n_split, w, inv_freq,
+                        kv->k, kv->v);
+            auto *combine = decode_combine_kernel<D>;
+            TOPS_LAUNCH(err, "attention decode_combine_kernel", combine,
                         dim3((unsigned)n_dec, (unsigned)geo.n_head), D, 0, stream, out, pos, seq,
                         dec, geo, chunk, n_split, w);
         }
@@ -350,11 +413,11 @@ cleanup:
     return status;
 }
 
-extern "C" tinfer_status
-tinfer_op_cuda_attention_decode(uint16_t *out, const uint16_t *qkv, const tinfer_op_cuda_kv *kv,
-                                int32_t layer, const int32_t *pos, const int32_t *seq,
-                                const int32_t *dec, int32_t n_dec, int32_t max_len, float *ws,
-                                size_t ws_bytes, cudaStream_t stream, tinfer_err *err) {
+static tinfer_status decode_entry(uint16_t *out, const uint16_t *qkv, const tinfer_op_cuda_kv *kv,
+                                  int32_t layer, const float *inv_freq, const int32_t *pos,
+                                  const int32_t *seq, const int32_t *dec, int32_t n_dec,
+                                  int32_t max_len, float *ws, size_t ws_bytes, cudaStream_t stream,
+                                  tinfer_err *err) {
     attn_geom geo;
     const tinfer_status st = attn_check(kv, layer, out, qkv, &geo, "attention_decode", err);
     if (st != TINFER_OK) return st;
@@ -367,9 +430,28 @@ tinfer_op_cuda_attention_decode(uint16_t *out, const uint16_t *qkv, const tinfer
                  "workspace not 16-byte aligned");
     if (kv->head_dim == 64)
         return decode_launch<64>(out, qkv, kv, geo, pos, seq, dec, n_dec, max_len, ws, ws_bytes,
-                                 stream, err);
+                                 inv_freq, stream, err);
     return decode_launch<128>(out, qkv, kv, geo, pos, seq, dec, n_dec, max_len, ws, ws_bytes,
-                              stream, err);
+                              inv_freq, stream, err);
+}
+
+extern "C" tinfer_status
+tinfer_op_cuda_attention_decode(uint16_t *out, const uint16_t *qkv, const tinfer_op_cuda_kv *kv,
+                                int32_t layer, const int32_t *pos, const int32_t *seq,
+                                const int32_t *dec, int32_t n_dec, int32_t max_len, float *ws,
+                                size_t ws_bytes, cudaStream_t stream, tinfer_err *err) {
+    return decode_entry(out, qkv, kv, layer, nullptr, pos, seq, dec, n_dec, max_len, ws, ws_bytes,
+                        stream, err);
+}
+
+extern "C" tinfer_status tinfer_op_cuda_attention_decode_rope(
+    uint16_t *out, const uint16_t *qkv, const tinfer_op_cuda_kv *kv, int32_t layer,
+    const float *inv_freq, const int32_t *pos, const int32_t *seq, const int32_t *dec,
+    int32_t n_dec, int32_t max_len, float *ws, size_t ws_bytes, cudaStream_t stream,
+    tinfer_err *err) {
+    TOPS_REQUIRE(err, inv_freq != NULL, "attention_decode_rope", "NULL inv_freq");
+    return decode_entry(out, qkv, kv, layer, inv_freq, pos, seq, dec, n_dec, max_len, ws, ws_bytes,
+                        stream, err);
 }
 
 extern "C" tinfer_status tinfer_op_cuda_attention_decode_split(const tinfer_op_cuda_kv *kv,

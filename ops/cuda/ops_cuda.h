@@ -121,6 +121,17 @@ tinfer_status tinfer_op_cuda_attention_decode(uint16_t *out, const uint16_t *qkv
                                               float *ws, size_t ws_bytes, cudaStream_t stream,
                                               tinfer_err *err);
 
+/* tinfer_op_cuda_rope_kv of the n_dec decode queries, then tinfer_op_cuda_attention_decode, in
+ * one kernel (a decode step's RoPE + KV-cache write + attention; qkv holds the QKV GEMM's
+ * unrotated output and is left unchanged): the same outputs and cache rows, bit for bit. */
+tinfer_status tinfer_op_cuda_attention_decode_rope(uint16_t *out, const uint16_t *qkv,
+                                                   const tinfer_op_cuda_kv *kv, int32_t layer,
+                                                   const float *inv_freq, const int32_t *pos,
+                                                   const int32_t *seq, const int32_t *dec,
+                                                   int32_t n_dec, int32_t max_len, float *ws,
+                                                   size_t ws_bytes, cudaStream_t stream,
+                                                   tinfer_err *err);
+
 /* The key ranges tinfer_op_cuda_attention_decode cuts 0..max_len into for these arguments
  * (*chunk rows each, *n_split of them): host arithmetic on the current device's SM count. A
  * captured CUDA graph of the decode launch replays correctly while these stay the same. */

@@ -451,6 +451,7 @@ int main(int argc, char **argv) {
     test_cast(quick ? 4099 : 1 << 20, 0);
 
     test_attention_all(quick);
+    test_attention_decode_rope_all(quick);
 
     CK(cudaStreamDestroy(g_stream));
     printf("%s: %d of %d cases failed\n", g_fail ? "FAIL" : "PASS", g_fail, g_cases);

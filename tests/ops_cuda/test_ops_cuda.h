@@ -104,5 +104,6 @@ template <typename T> struct dbuf {
 void verdict(const char *label, int bad);
 
 void test_attention_all(int quick);
+void test_attention_decode_rope_all(int quick);
 
 #endif

@@ -241,3 +241,102 @@ void test_attention_all(int quick) {
     for (const auto &c : cases)
         run_attention_case(c);
 }
+
+/* ---- the fused decode step: tinfer_op_cuda_attention_decode_rope ----
+ * A batch of single-token sequences (random positions, each cache holding random rows 0 .. pos - 1
+ * and the sentinel from pos on), unrotated random q / k / v in qkv. Way A: tinfer_op_cuda_rope_kv
+ * then tinfer_op_cuda_attention_decode; way B: the fused kernel on a fresh copy of the same
+ * inputs. The outputs and both caches (every element, the sentinels included) must be equal bit
+ * for bit: the fused kernel promises rope_kv's arithmetic operation for operation. */
+static void run_decode_rope_case(int32_t n_head, int32_t n_head_kv, int32_t hd, int32_t n_ctx,
+                                 int32_t n_layer, int32_t layer, const std::vector<int32_t> &pos,
+                                 bool with_ws) {
+    char label[200];
+    snprintf(label, sizeof label,
+             "attention_decode_rope = rope_kv + decode heads=%d/%d hd=%d n_ctx=%d seqs=%zu%s",
+             n_head, n_head_kv, hd, n_ctx, pos.size(), with_ws ? "" : " (no workspace)");
+    const int32_t n = (int32_t)pos.size(), kvd = n_head_kv * hd, qd = n_head * hd;
+    const int32_t QKV = qd + 2 * kvd;
+    std::vector<int32_t> seq(n), dec(n);
+    int32_t max_len = 0;
+    for (int32_t i = 0; i < n; i++)
+        seq[i] = i, dec[i] = i, max_len = std::max(max_len, pos[i] + 1);
+    std::vector<uint16_t> qkv((size_t)n * QKV);
+    for (auto &v : qkv)
+        v = rnd_bf16(2.0f);
+    const size_t csz = (size_t)n * n_layer * n_ctx * kvd;
+    std::vector<uint16_t> kc(csz, SENT_BF16), vc(csz, SENT_BF16);
+    for (int32_t s = 0; s < n; s++) {
+        const size_t base = ((size_t)s * n_layer + layer) * n_ctx * kvd;
+        for (size_t e = 0; e < (size_t)pos[s] * kvd; e++)
+            kc[base + e] = rnd_bf16(2.0f), vc[base + e] = rnd_bf16(3.0f);
+    }
+    std::vector<float> inv(hd / 2);
+    for (int32_t j = 0; j < hd / 2; j++)
+        inv[j] = (float)(1.0 / pow(10000.0, 2.0 * j / hd));
+    const size_t ws_bytes = with_ws ? tinfer_op_cuda_attention_ws_bytes(n, 64, n_head, hd) : 0;
+    dbuf<uint16_t> dqkv, dk, dv, dout;
+    dbuf<int32_t> dpos, dseq, ddec;
+    dbuf<float> dws, dinv;
+    dpos.alloc(n, 0), dpos.put(pos);
+    dseq.alloc(n, 0), dseq.put(seq);
+    ddec.alloc(n, 0), ddec.put(dec);
+    dinv.alloc(inv.size(), 0.0f), dinv.put(inv);
+    if (with_ws) dws.alloc(ws_bytes / 4, 0.0f);
+    std::vector<uint16_t> out[2], k_after[2], v_after[2];
+    int bad = 0;
+    for (int way = 0; way < 2 && !bad; way++) {
+        dqkv.alloc(qkv.size(), 0), dqkv.put(qkv);
+        dk.alloc(csz, 0), dk.put(kc);
+        dv.alloc(csz, 0), dv.put(vc);
+        dout.alloc((size_t)n * qd, SENT_BF16);
+        tinfer_op_cuda_kv kv = {dk.p, dv.p, n, n_layer, n_ctx, n_head, n_head_kv, hd};
+        if (way == 0) {
+            CKT(tinfer_op_cuda_rope_kv(dqkv.p, &kv, layer, dinv.p, dpos.p, dseq.p, n, g_stream, &e_));
+            CKT(tinfer_op_cuda_attention_decode(dout.p, dqkv.p, &kv, layer, dpos.p, dseq.p, ddec.p,
+                                                n, max_len, with_ws ? dws.p : nullptr, ws_bytes,
+                                                g_stream, &e_));
+        } else {
+            CKT(tinfer_op_cuda_attention_decode_rope(dout.p, dqkv.p, &kv, layer, dinv.p, dpos.p,
+                                                     dseq.p, ddec.p, n, max_len,
+                                                     with_ws ? dws.p : nullptr, ws_bytes, g_stream,
+                                                     &e_));
+        }
+        CK(cudaStreamSynchronize(g_stream));
+        bad |= dout.guards_ok(label) | dk.guards_ok(label) | dv.guards_ok(label);
+        out[way] = dout.get(), k_after[way] = dk.get(), v_after[way] = dv.get();
+        dqkv.free_(), dk.free_(), dv.free_(), dout.free_();
+    }
+    for (int32_t i = 0; i < n * qd && !bad; i++)
+        if (out[0][i] != out[1][i] || (out[1][i] & 0x7fffu) > 0x7f80u) {
+            printf("  %s: output %d (token %d): 0x%04x fused vs 0x%04x\n", label, i, i / qd,
+                   out[1][i], out[0][i]);
+            bad = 1;
+        }
+    for (size_t e = 0; e < csz && !bad; e++)
+        if (k_after[0][e] != k_after[1][e] || v_after[0][e] != v_after[1][e]) {
+            printf("  %s: cache element %zu: k 0x%04x / 0x%04x, v 0x%04x / 0x%04x (fused / not)\n",
+                   label, e, k_after[1][e], k_after[0][e], v_after[1][e], v_after[0][e]);
+            bad = 1;
+        }
+    verdict(label, bad);
+    dpos.free_(), dseq.free_(), ddec.free_(), dinv.free_(), dws.free_();
+}
+
+void test_attention_decode_rope_all(int quick) {
+    /* SmolLM2-like (GQA 3, hd 64): positions 0 (a first token), 1, 63, 64, 65, 4095 (= n_ctx - 1:
+     * split ranges), with and without the workspace */
+    const std::vector<int32_t> p64 = {0, 1, 63, 64, 65, 300, 4095};
+    run_decode_rope_case(9, 3, 64, 4096, 2, 1, p64, true);
+    run_decode_rope_case(9, 3, 64, 4096, 2, 1, p64, false);
+    /* Llama-3-8B-like (GQA 4, hd 128) and a GQA group of 12 (two head batches per KV head: both
+     * write row p) */
+    run_decode_rope_case(8, 2, 128, 2048, 1, 0, {5, 2047, 700}, true);
+    run_decode_rope_case(12, 1, 64, 300, 1, 0, {0, 299, 64}, true);
+    if (!quick) {
+        std::vector<int32_t> many;
+        for (int s = 0; s < 32; s++)
+            many.push_back((int32_t)(rnd_u32() % 2048u));
+        run_decode_rope_case(8, 8, 64, 2048, 1, 0, many, true);
+    }
+}
