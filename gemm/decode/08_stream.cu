@@ -31,8 +31,11 @@
  *  - args.w_static with PDL (sm_90): the first tile's W loads go before griddepcontrol.wait
  *    (nothing in flight writes W), and launch_dependents runs at the start, so the next call's
  *    blocks take this grid's SM slots as they free and start their weight stream there.
- * Scope: K <= 1024 (one batch of at most 4 chunks per warp), not SwiGLU; other calls run rung 04
- * unchanged (same results, documented in bf16.h).
+ * SwiGLU (the fused gate/up weight, N = 2F): a tile is 8 outputs j whose mma rows g are the gate
+ * rows j and rows g + 8 the up rows F + j, so each pair is reduced in one block and the epilogue
+ * takes silu(gate) * up there (before, SwiGLU calls ran rung 04).
+ * Scope: K <= 1024 (one batch of at most 4 chunks per warp); other calls run rung 04 unchanged
+ * (same results, documented in bf16.h).
  * Constraints: K % 8 == 0, 16-byte aligned rows (bf16.h). Tokens: passes of 8 (M <= 8) or 16
  * (grid.y).
  * Measured (H200, session 9 run 5, us, stream / graph timing; gemm/decode/README.md "Rung 08"): LM
@@ -79,7 +82,11 @@ static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 ? G08_MIN_BLOCKS 
     __shared__ float red[2][G08_WARPS][8 * NT][G08_RED_LD];
     extern __shared__ uint4 g08_xs[];               /* XS: [8 NT][g08_xrow(K) / 8] granules */
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int64_t nout = a.N, ntiles = (nout + 15) / 16;
+    /* SwiGLU: a tile is 8 outputs j, its rows g the gate rows j and its rows g + 8 the up rows
+     * F + j, so the pair meets in one block's reduction (plain: 16 outputs, rows g and g + 8) */
+    const bool sw = a.swiglu != 0;
+    const int64_t F = a.N / 2, nout = sw ? F : a.N, tile_out = sw ? 8 : 16;
+    const int64_t ntiles = (nout + tile_out - 1) / tile_out;
     const int64_t m0 = (int64_t)blockIdx.y * 8 * NT;
     const int64_t nchunk = (a.K + 31) / 32, per = (nchunk + G08_WARPS - 1) / G08_WARPS;
     const int64_t cbeg = warp * per, cend = cbeg + per < nchunk ? cbeg + per : nchunk;
@@ -92,9 +99,10 @@ static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 ? G08_MIN_BLOCKS 
     /* W of tile tl into w: rows 16 tl + g and 16 tl + g + 8; nothing read past N or past K, or
      * for tl >= ntiles (the last round of a block that has no next tile) */
     auto load_w = [&](uint4 (&w)[U][2], int64_t tl) {
-        const int64_t j = tl * 16 + g;
-        const bool r0 = tl < ntiles && j < nout, r1 = tl < ntiles && j + 8 < nout;
-        const uint16_t *p0 = a.W + (r0 ? j : 0) * a.ldw + k0, *p1 = p0 + 8 * a.ldw;
+        const int64_t j = tl * tile_out + g;
+        const bool r0 = tl < ntiles && j < nout, r1 = sw ? r0 : tl < ntiles && j + 8 < nout;
+        const uint16_t *p0 = a.W + (r0 ? j : 0) * a.ldw + k0;
+        const uint16_t *p1 = sw ? a.W + (r0 ? F + j : 0) * a.ldw + k0 : p0 + 8 * a.ldw;
 #pragma unroll
         for (int i = 0; i < U; i++) {
             w[i][0] = (kok >> i & 1) && r0 ? tinfer_ld_stream16(p0 + 32 * i) : z;
@@ -147,6 +155,20 @@ static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 ? G08_MIN_BLOCKS 
 #pragma unroll
             for (int i = 0; i < 4; i++) red[b][warp][8 * n + 2 * t + (i & 1)][g + 8 * (i >> 1)] = c[n][i];
         __syncthreads();
+        if (sw) {
+#pragma unroll 1
+            for (int o = threadIdx.x; o < 8 * 8 * NT; o += G08_WARPS * 32) { /* 8 outputs x 8 NT tokens */
+                const int row = o % 8, tok = o / 8;
+                const int64_t m = m0 + tok, j = tl * 8 + row;
+                if (m < a.M && j < nout) {
+                    float sg = 0.f, su = 0.f;
+#pragma unroll
+                    for (int w8 = 0; w8 < G08_WARPS; w8++) sg += red[b][w8][tok][row], su += red[b][w8][tok][row + 8];
+                    tinfer_bf16_epi_store(a, m, j, sg, su);
+                }
+            }
+            return;
+        }
 #pragma unroll 1
         for (int o = threadIdx.x; o < 16 * 8 * NT; o += G08_WARPS * 32) { /* 16 rows x 8 NT tokens */
             const int row = o % 16, tok = o / 16;
@@ -179,7 +201,8 @@ static tinfer_status gemv08_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
     /* resident blocks per SM of this instantiation on occ_dev with occ_smem bytes of staged X */
     static int occ_dev = -1, occ = 0, attr_dev = -1;
     static size_t occ_smem = 0;
-    const int64_t passes = (a->M + 8 * NT - 1) / (8 * NT), tiles = (a->N + 15) / 16;
+    const int64_t passes = (a->M + 8 * NT - 1) / (8 * NT),
+                  tiles = a->swiglu ? (a->N / 2 + 7) / 8 : (a->N + 15) / 16;
     const size_t smem = NT > 1 ? (size_t)(8 * NT) * (size_t)g08_xrow(a->K) * 2 : 0;
     tinfer_cuda_facts d;
     if ((status = tinfer_cuda_current_facts(&d, err)) != TINFER_OK) return status;
@@ -234,6 +257,6 @@ static tinfer_status gemv08_pick_u(const tinfer_gemm_bf16_args *a, cudaStream_t 
 }
 
 tinfer_status tinfer_gemv_bf16_stream(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
-    if (a->swiglu || a->K > (int64_t)G08_WARPS * G08_UMAX * 32) return tinfer_gemv_bf16_split_k(a, s, err);
+    if (a->K > (int64_t)G08_WARPS * G08_UMAX * 32) return tinfer_gemv_bf16_split_k(a, s, err);
     return a->M <= 8 ? gemv08_pick_u<1>(a, s, err) : gemv08_pick_u<2>(a, s, err);
 }
