@@ -200,11 +200,12 @@ static tinfer_status cpu_matmul(void *cs, tinfer_buf y, tinfer_buf x, const tinf
     const int64_t M = rows_out ? c->plan->n_out : c->plan->n;
     const float *b = bias && bias->data ? bias->data : NULL; /* the loader keeps biases F32 */
     if (epi == TINFER_EPI_SWIGLU) {
-        tinfer_gemm_cpu(M, N, K, c->buf[x], c->width[x], w->data, w->dtype, K, b, c->gu, N, false);
+        tinfer_gemm_cpu(M, N, K, c->buf[x], c->width[x], w->data, w->dtype, NULL, K, b, c->gu,
+                        N, false);
         tinfer_op_swiglu(c->buf[y], c->gu, M, N / 2);
     } else {
-        tinfer_gemm_cpu(M, N, K, c->buf[x], c->width[x], w->data, w->dtype, K, b, c->buf[y],
-                        c->width[y], epi == TINFER_EPI_RESIDUAL);
+        tinfer_gemm_cpu(M, N, K, c->buf[x], c->width[x], w->data, w->dtype, NULL, K, b,
+                        c->buf[y], c->width[y], epi == TINFER_EPI_RESIDUAL);
     }
     return TINFER_OK;
 }

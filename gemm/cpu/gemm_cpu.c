@@ -2,8 +2,8 @@
  * gemm_cpu.c — the CPU GEMM driver Y[M,N] = X[M,K] · W[N,K]^T (+ bias) (+ Y), its run-time SIMD
  * dispatch, the portable C path, and the double-precision reference.
  *
- * Dispatch: __builtin_cpu_supports picks AVX-512 (avx512f+bw+vl), else AVX2+FMA, else the
- * portable path; the SIMD paths live in gemm_cpu_avx2.c / gemm_cpu_avx512.c, compiled with
+ * Dispatch: __builtin_cpu_supports picks AVX-512 with VNNI (avx512f+bw+vl+vnni: the Q8_0 GEMV
+ * on vpdpbusd), else AVX-512, else AVX2+FMA+F16C, else the portable path; the SIMD paths live in gemm_cpu_avx2.c / gemm_cpu_avx512.c, compiled with
  * target attributes so the library never needs SIMD at compile time.
  * Blocking and threading (see gemm_cpu_internal.h for the packed layout):
  *   - M == 1: GEMV, W streamed once; each thread a contiguous range of rows of W, the tail
@@ -15,6 +15,8 @@
  *   another process takes fewer items instead of stalling the whole call.
  * Small problems run on the calling thread: waking the OpenMP team costs a few microseconds,
  * more than the whole product below TINFER_GEMM_PAR_MIN_MACS.
+ * Q8_0 weights: M == 1 quantizes x once per call (the path's quant_x) and runs its gemv_q8 with
+ * the same threading; M >= 2 dequantizes W in the pack (see gemm_cpu_internal.h).
  */
 #include "gemm/cpu/gemm_cpu.h"
 #include "gemm/cpu/gemm_cpu_internal.h"
@@ -34,14 +36,19 @@
  * per-call reordering of x (K floats) are noise. */
 #define GEMV_CHUNK 64
 
+/* The Q8_0 GEMV quantizes x on the calling thread's stack: K int8 + K / 32 floats (34 KiB at
+ * this K, far below any thread's stack). Longer rows take the packed path, which dequantizes
+ * W instead. */
+#define TINFER_GEMM_Q8_GEMV_MAX_K 32768
+
 /* ---------------- portable path ---------------- */
 
-void tinfer_gemm_pack_generic(float *P, int nr, const void *W, tinfer_dtype dt, int64_t ldw,
-                              int64_t n0, int nr_valid, int64_t k0, int kc) {
+void tinfer_gemm_pack_generic(float *P, int nr, const void *W, const uint16_t *S, tinfer_dtype dt,
+                              int64_t ldw, int64_t n0, int nr_valid, int64_t k0, int kc) {
     for (int j = 0; j < nr; j++) {
         if (j < nr_valid) {
             int64_t base = (n0 + j) * ldw + k0;
-            for (int k = 0; k < kc; k++) P[(int64_t)k * nr + j] = tinfer_gemm_w_at(W, dt, base + k);
+            for (int k = 0; k < kc; k++) P[(int64_t)k * nr + j] = tinfer_gemm_w_at(W, S, dt, base + k);
         } else {
             for (int k = 0; k < kc; k++) P[(int64_t)k * nr + j] = 0.0f;
         }
@@ -77,7 +84,7 @@ static void gemv_scalar(int64_t n0, int64_t n1, int64_t K, const float *x, const
     for (int64_t n = n0; n < n1; n++) {
         float s = 0.0f;
         int64_t base = n * ldw;
-        for (int64_t k = 0; k < K; k++) s += x[k] * tinfer_gemm_w_at(W, dt, base + k);
+        for (int64_t k = 0; k < K; k++) s += x[k] * tinfer_gemm_w_at(W, NULL, dt, base + k);
         if (accumulate) s += y[n];
         if (bias) s += bias[n];
         y[n] = s;
@@ -86,15 +93,18 @@ static void gemv_scalar(int64_t n0, int64_t n1, int64_t K, const float *x, const
 
 const tinfer_gemm_path tinfer_gemm_path_scalar = {
     "scalar", SCALAR_MR, SCALAR_NR, 256, tinfer_gemm_pack_generic, micro_scalar, gemv_scalar,
+    tinfer_gemm_quant_x_scalar, tinfer_gemm_gemv_q8_scalar,
 };
 
 /* ---------------- dispatch ---------------- */
 
 static const tinfer_gemm_path *g_forced_path; /* test/debug switch, see gemm_cpu.h */
 
+/* F16C too: the Q8_0 GEMV converts its F16 scales with it (every AVX2 CPU has it). */
 static bool cpu_has_avx2(void) {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
 }
 
 static bool cpu_has_avx512(void) {
@@ -103,8 +113,13 @@ static bool cpu_has_avx512(void) {
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
 }
 
+static bool cpu_has_avx512vnni(void) {
+    return cpu_has_avx512() && __builtin_cpu_supports("avx512vnni");
+}
+
 static const tinfer_gemm_path *select_path(void) {
     if (g_forced_path) return g_forced_path;
+    if (cpu_has_avx512vnni()) return &tinfer_gemm_path_avx512vnni;
     if (cpu_has_avx512()) return &tinfer_gemm_path_avx512;
     if (cpu_has_avx2()) return &tinfer_gemm_path_avx2;
     return &tinfer_gemm_path_scalar;
@@ -131,13 +146,18 @@ int tinfer_gemm_cpu_force_isa(const char *isa) {
         g_forced_path = &tinfer_gemm_path_avx512;
         return 0;
     }
+    if (!strcmp(isa, "avx512vnni")) {
+        if (!cpu_has_avx512vnni()) return -1;
+        g_forced_path = &tinfer_gemm_path_avx512vnni;
+        return 0;
+    }
     return -1;
 }
 
 /* ---------------- driver ---------------- */
 
 static void packed_cols(const tinfer_gemm_path *p, int64_t M, int64_t K, const float *X,
-                        int64_t ldx, const void *W, tinfer_dtype dt, int64_t ldw,
+                        int64_t ldx, const void *W, const uint16_t *S, tinfer_dtype dt, int64_t ldw,
                         const float *bias, float *Y, int64_t ldy, bool accumulate, int64_t j0,
                         int64_t j1, float *buf) {
     for (int64_t k0 = 0; k0 < K; k0 += p->kc) {
@@ -145,7 +165,7 @@ static void packed_cols(const tinfer_gemm_path *p, int64_t M, int64_t K, const f
         bool first = k0 == 0;
         for (int64_t n0 = j0; n0 < j1; n0 += p->nr) {
             int nv = (int)(j1 - n0 < p->nr ? j1 - n0 : p->nr);
-            p->pack(buf, p->nr, W, dt, ldw, n0, nv, k0, kc);
+            p->pack(buf, p->nr, W, S, dt, ldw, n0, nv, k0, kc);
             const float *b = first && bias ? bias + n0 : NULL;
             for (int64_t m0 = 0; m0 < M; m0 += p->mr) {
                 int mv = (int)(M - m0 < p->mr ? M - m0 : p->mr);
@@ -156,6 +176,28 @@ static void packed_cols(const tinfer_gemm_path *p, int64_t M, int64_t K, const f
     }
 }
 
+/* One GEMV call: the weights and, for Q8_0, the activations quantized once for the call. */
+typedef struct gemv_job {
+    const tinfer_gemm_path *p;
+    int64_t K, ldw;
+    const float *x;
+    const void *W;
+    const uint16_t *S;
+    tinfer_dtype dt;
+    const int8_t *xq; /* Q8_0 only */
+    const float *xd;
+    const float *bias;
+    float *y;
+    bool accumulate;
+} gemv_job;
+
+static void gemv_rows(const gemv_job *j, int64_t n0, int64_t n1) {
+    if (j->dt == TINFER_DTYPE_Q8_0)
+        j->p->gemv_q8(n0, n1, j->K, j->xq, j->xd, j->W, j->S, j->bias, j->y, j->accumulate);
+    else
+        j->p->gemv(n0, n1, j->K, j->x, j->W, j->dt, j->ldw, j->bias, j->y, j->accumulate);
+}
+
 /* GEMV over nthr threads in one parallel region. Thread t owns the contiguous rows
  * [N t / T, N (t+1) / T) (rounded to 4-row groups, the kernels' row block), cut into pieces of
  * GEMV_CHUNK rows taken in order through its own counter, so each thread streams one contiguous
@@ -163,9 +205,7 @@ static void packed_cols(const tinfer_gemm_path *p, int64_t M, int64_t K, const f
  * with its range steals the remaining pieces of the others through their counters: when another
  * process holds a core, its thread's share goes to the thread that is running instead of
  * waiting for it. */
-static void gemv_threaded(const tinfer_gemm_path *p, int nthr, int64_t N, int64_t K,
-                          const float *X, const void *W, tinfer_dtype dt, int64_t ldw,
-                          const float *bias, float *Y, bool accumulate) {
+static void gemv_threaded(const gemv_job *j, int nthr, int64_t N) {
     enum { MAX_T = 64 };
     if (nthr > MAX_T) nthr = MAX_T;
     int64_t groups = (N + 3) / 4;
@@ -185,25 +225,35 @@ static void gemv_threaded(const tinfer_gemm_path *p, int nthr, int64_t N, int64_
                 int64_t n0 = r0 + c * GEMV_CHUNK;
                 if (n0 >= r1) break;
                 int64_t n1 = n0 + GEMV_CHUNK < r1 ? n0 + GEMV_CHUNK : r1;
-                p->gemv(n0, n1, K, X, W, dt, ldw, bias, Y, accumulate);
+                gemv_rows(j, n0, n1);
             }
         }
     }
 }
 
 void tinfer_gemm_cpu(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx, const void *W,
-                     tinfer_dtype w_dtype, int64_t ldw, const float *bias, float *Y, int64_t ldy,
-                     bool accumulate) {
+                     tinfer_dtype w_dtype, const void *w_scale, int64_t ldw, const float *bias,
+                     float *Y, int64_t ldy, bool accumulate) {
     if (M < 1 || N < 1 || K < 1 || !X || !W || !Y) return; /* nothing defined to compute */
+    const uint16_t *S = w_scale;
+    if (w_dtype == TINFER_DTYPE_Q8_0 && (K % 32 || ldw % 32 || !S)) return; /* see gemm_cpu.h */
     const tinfer_gemm_path *p = select_path();
     int nthr = omp_in_parallel() ? 1 : omp_get_max_threads();
     if (M * N * K < TINFER_GEMM_PAR_MIN_MACS) nthr = 1;
 
-    if (M == 1) {
+    if (M == 1 && (w_dtype != TINFER_DTYPE_Q8_0 || (K <= TINFER_GEMM_Q8_GEMV_MAX_K && ldw == K))) {
+        gemv_job j = {p, K, ldw, X, W, S, w_dtype, NULL, NULL, bias, Y, accumulate};
+        _Alignas(64) int8_t xq[w_dtype == TINFER_DTYPE_Q8_0 ? K : 1];
+        _Alignas(64) float xd[w_dtype == TINFER_DTYPE_Q8_0 ? K / 32 : 1];
+        if (w_dtype == TINFER_DTYPE_Q8_0) { /* once per call, shared by every thread */
+            p->quant_x(K, X, xq, xd);
+            j.xq = xq;
+            j.xd = xd;
+        }
         if (nthr > 1)
-            gemv_threaded(p, nthr, N, K, X, W, w_dtype, ldw, bias, Y, accumulate);
+            gemv_threaded(&j, nthr, N);
         else
-            p->gemv(0, N, K, X, W, w_dtype, ldw, bias, Y, accumulate);
+            gemv_rows(&j, 0, N);
         return;
     }
 
@@ -221,26 +271,26 @@ void tinfer_gemm_cpu(int64_t M, int64_t N, int64_t K, const float *X, int64_t ld
 #pragma omp for schedule(dynamic, 1)
             for (int64_t c = 0; c < chunks; c++) {
                 int64_t j0 = c * cols, j1 = j0 + cols < N ? j0 + cols : N;
-                packed_cols(p, M, K, X, ldx, W, w_dtype, ldw, bias, Y, ldy, accumulate, j0, j1,
-                            buf);
+                packed_cols(p, M, K, X, ldx, W, S, w_dtype, ldw, bias, Y, ldy, accumulate, j0,
+                            j1, buf);
             }
         }
     } else {
         _Alignas(64) float buf[TINFER_GEMM_PACK_MAX];
-        packed_cols(p, M, K, X, ldx, W, w_dtype, ldw, bias, Y, ldy, accumulate, 0, N, buf);
+        packed_cols(p, M, K, X, ldx, W, S, w_dtype, ldw, bias, Y, ldy, accumulate, 0, N, buf);
     }
 }
 
 /* ---------------- reference ---------------- */
 
 void tinfer_gemm_ref_f64(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx,
-                         const void *W, tinfer_dtype w_dtype, int64_t ldw, const float *bias,
-                         double *Y, int64_t ldy) {
+                         const void *W, tinfer_dtype w_dtype, const void *w_scale, int64_t ldw,
+                         const float *bias, double *Y, int64_t ldy) {
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
             double s = bias ? (double)bias[n] : 0.0;
             for (int64_t k = 0; k < K; k++)
-                s += (double)X[m * ldx + k] * (double)tinfer_gemm_w_at(W, w_dtype, n * ldw + k);
+                s += (double)X[m * ldx + k] * (double)tinfer_gemm_w_at(W, w_scale, w_dtype, n * ldw + k);
             Y[m * ldy + n] = s;
         }
 }

@@ -12,6 +12,7 @@
  * reordered x, see there. It also prefetches the next 4-row group: on the Zen 1 dev VM that
  * took one thread from 5.1 to 8.4 GB/s on the LM head (perf_gemm_cpu, OMP_NUM_THREADS=1; two
  * rows groups ahead gave 7.5-8.7, no better), the hardware prefetcher alone not keeping up.
+ * Q8_0 weights: the pack dequantizes them (load8_q8); the Q8_0 GEMV is in gemm_cpu_q8_avx2.c.
  * Compiled with target("avx2,fma") only: callers reach it after __builtin_cpu_supports.
  */
 #include "gemm/cpu/gemm_cpu_internal.h"
@@ -31,6 +32,17 @@ TGT_INLINE __m256 load8_bf16(const uint16_t *p) {
 TGT_INLINE __m256 load8_w(const void *W, tinfer_dtype dt, int64_t i) {
     if (dt == TINFER_DTYPE_BF16) return load8_bf16((const uint16_t *)W + i);
     return _mm256_loadu_ps((const float *)W + i);
+}
+
+/* 8 Q8_0 elements i..i+7 (one block: i % 8 == 0) dequantized: int8 -> F32 times the scale. */
+TGT_INLINE __m256 load8_q8(const void *W, const uint16_t *S, int64_t i) {
+    __m128i q = _mm_loadl_epi64((const __m128i *)((const int8_t *)W + i));
+    __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+    return _mm256_mul_ps(v, _mm256_set1_ps(tinfer_f16_to_f32(S[i >> 5])));
+}
+
+TGT_INLINE __m256 load8_any(const void *W, const uint16_t *S, tinfer_dtype dt, int64_t i) {
+    return dt == TINFER_DTYPE_Q8_0 ? load8_q8(W, S, i) : load8_w(W, dt, i);
 }
 
 /* ---------------- pack ---------------- */
@@ -55,37 +67,40 @@ TGT_INLINE void transpose8_store(__m256 r0, __m256 r1, __m256 r2, __m256 r3, __m
     _mm256_store_ps(dst + 7 * nr, _mm256_permute2f128_ps(s3, s7, 0x31));
 }
 
-TGT_INLINE void pack_body(float *P, int nr, const void *W, tinfer_dtype dt, int64_t ldw,
-                          int64_t n0, int nr_valid, int64_t k0, int kc) {
+TGT_INLINE void pack_body(float *P, int nr, const void *W, const uint16_t *S, tinfer_dtype dt,
+                          int64_t ldw, int64_t n0, int nr_valid, int64_t k0, int kc) {
     int j0 = 0;
     for (; j0 + 8 <= nr_valid; j0 += 8) {
         int64_t b = (n0 + j0) * ldw + k0;
         int k = 0;
         for (; k + 8 <= kc; k += 8)
-            transpose8_store(load8_w(W, dt, b + k), load8_w(W, dt, b + ldw + k),
-                             load8_w(W, dt, b + 2 * ldw + k), load8_w(W, dt, b + 3 * ldw + k),
-                             load8_w(W, dt, b + 4 * ldw + k), load8_w(W, dt, b + 5 * ldw + k),
-                             load8_w(W, dt, b + 6 * ldw + k), load8_w(W, dt, b + 7 * ldw + k),
-                             P + (int64_t)k * nr + j0, nr);
+            transpose8_store(
+                load8_any(W, S, dt, b + k), load8_any(W, S, dt, b + ldw + k),
+                load8_any(W, S, dt, b + 2 * ldw + k), load8_any(W, S, dt, b + 3 * ldw + k),
+                load8_any(W, S, dt, b + 4 * ldw + k), load8_any(W, S, dt, b + 5 * ldw + k),
+                load8_any(W, S, dt, b + 6 * ldw + k), load8_any(W, S, dt, b + 7 * ldw + k),
+                P + (int64_t)k * nr + j0, nr);
         for (; k < kc; k++)
             for (int j = 0; j < 8; j++)
-                P[(int64_t)k * nr + j0 + j] = tinfer_gemm_w_at(W, dt, b + j * ldw + k);
+                P[(int64_t)k * nr + j0 + j] = tinfer_gemm_w_at(W, S, dt, b + j * ldw + k);
     }
     if (j0 < nr) /* ragged last columns (and the zero fill past N) */
         for (int k = 0; k < kc; k++)
             for (int j = j0; j < nr; j++)
                 P[(int64_t)k * nr + j] =
-                    j < nr_valid ? tinfer_gemm_w_at(W, dt, (n0 + j) * ldw + k0 + k) : 0.0f;
+                    j < nr_valid ? tinfer_gemm_w_at(W, S, dt, (n0 + j) * ldw + k0 + k) : 0.0f;
 }
 
-TGT void tinfer_gemm_pack_avx2(float *P, int nr, const void *W, tinfer_dtype dt, int64_t ldw,
-                               int64_t n0, int nr_valid, int64_t k0, int kc) {
+TGT void tinfer_gemm_pack_avx2(float *P, int nr, const void *W, const uint16_t *S, tinfer_dtype dt,
+                               int64_t ldw, int64_t n0, int nr_valid, int64_t k0, int kc) {
     if (dt == TINFER_DTYPE_BF16)
-        pack_body(P, nr, W, TINFER_DTYPE_BF16, ldw, n0, nr_valid, k0, kc);
+        pack_body(P, nr, W, NULL, TINFER_DTYPE_BF16, ldw, n0, nr_valid, k0, kc);
     else if (dt == TINFER_DTYPE_F32)
-        pack_body(P, nr, W, TINFER_DTYPE_F32, ldw, n0, nr_valid, k0, kc);
+        pack_body(P, nr, W, NULL, TINFER_DTYPE_F32, ldw, n0, nr_valid, k0, kc);
+    else if (dt == TINFER_DTYPE_Q8_0)
+        pack_body(P, nr, W, S, TINFER_DTYPE_Q8_0, ldw, n0, nr_valid, k0, kc);
     else
-        tinfer_gemm_pack_generic(P, nr, W, dt, ldw, n0, nr_valid, k0, kc);
+        tinfer_gemm_pack_generic(P, nr, W, S, dt, ldw, n0, nr_valid, k0, kc);
 }
 
 /* ---------------- micro-kernel ---------------- */
@@ -195,10 +210,10 @@ TGT_INLINE void gemv_body(int64_t n0, int64_t n1, int64_t K, const float *x, con
                                _mm256_add_ps(a2, e2), _mm256_add_ps(a3, e3)));
         for (; k < K; k++) {
             float xv = x[k];
-            s[0] += xv * tinfer_gemm_w_at(W, dt, b0 + k);
-            s[1] += xv * tinfer_gemm_w_at(W, dt, b1 + k);
-            s[2] += xv * tinfer_gemm_w_at(W, dt, b2 + k);
-            s[3] += xv * tinfer_gemm_w_at(W, dt, b3 + k);
+            s[0] += xv * tinfer_gemm_w_at(W, NULL, dt, b0 + k);
+            s[1] += xv * tinfer_gemm_w_at(W, NULL, dt, b1 + k);
+            s[2] += xv * tinfer_gemm_w_at(W, NULL, dt, b2 + k);
+            s[3] += xv * tinfer_gemm_w_at(W, NULL, dt, b3 + k);
         }
         for (int i = 0; i < 4; i++) {
             float v = s[i];
@@ -213,7 +228,7 @@ TGT_INLINE void gemv_body(int64_t n0, int64_t n1, int64_t K, const float *x, con
         int64_t k = 0;
         for (; k + 8 <= K; k += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), load8_w(W, dt, b + k), a);
         float v = hsum1(a);
-        for (; k < K; k++) v += x[k] * tinfer_gemm_w_at(W, dt, b + k);
+        for (; k < K; k++) v += x[k] * tinfer_gemm_w_at(W, NULL, dt, b + k);
         if (accumulate) v += y[n];
         if (bias) v += bias[n];
         y[n] = v;
@@ -327,4 +342,5 @@ static TGT void gemv_avx2(int64_t n0, int64_t n1, int64_t K, const float *x, con
 
 const tinfer_gemm_path tinfer_gemm_path_avx2 = {
     "avx2", MR, NR, KC, tinfer_gemm_pack_avx2, micro_avx2, gemv_avx2,
+    tinfer_gemm_quant_x_avx2, tinfer_gemm_gemv_q8_avx2,
 };

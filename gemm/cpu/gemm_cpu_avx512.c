@@ -188,6 +188,13 @@ static TGT void gemv_avx512(int64_t n0, int64_t n1, int64_t K, const float *x, c
         tinfer_gemm_path_scalar.gemv(n0, n1, K, x, W, dt, ldw, bias, y, accumulate);
 }
 
+/* Without VNNI the Q8_0 GEMV is the AVX2 one (maddubs); with it, vpdpbusd on 64 bytes a step. */
 const tinfer_gemm_path tinfer_gemm_path_avx512 = {
     "avx512", MR, NR, KC, tinfer_gemm_pack_avx2, micro_avx512, gemv_avx512,
+    tinfer_gemm_quant_x_avx512, tinfer_gemm_gemv_q8_avx2,
+};
+
+const tinfer_gemm_path tinfer_gemm_path_avx512vnni = {
+    "avx512vnni", MR, NR, KC, tinfer_gemm_pack_avx2, micro_avx512, gemv_avx512,
+    tinfer_gemm_quant_x_avx512, tinfer_gemm_gemv_q8_vnni,
 };

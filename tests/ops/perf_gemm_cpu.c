@@ -60,17 +60,17 @@ static double time_shape(int64_t M, int64_t N, int64_t K, int *reps_out) {
         }
     }
     for (int64_t i = 0; i < M * K; i++) X[i] = rnd();
-    tinfer_gemm_cpu(M, N, K, X, K, W[0], TINFER_DTYPE_BF16, K, NULL, Y, N, false); /* warm-up */
+    tinfer_gemm_cpu(M, N, K, X, K, W[0], TINFER_DTYPE_BF16, NULL, K, NULL, Y, N, false); /* warm-up */
     /* enough calls for ~0.3 s of timing, at least one pass over all copies */
     double t0 = now_s();
-    tinfer_gemm_cpu(M, N, K, X, K, W[copies > 1 ? 1 : 0], TINFER_DTYPE_BF16, K, NULL, Y, N, false);
+    tinfer_gemm_cpu(M, N, K, X, K, W[copies > 1 ? 1 : 0], TINFER_DTYPE_BF16, NULL, K, NULL, Y, N, false);
     double one = now_s() - t0;
     int reps = (int)(0.3 / (one > 1e-6 ? one : 1e-6));
     if (reps < copies) reps = copies;
     if (reps < 3) reps = 3;
     t0 = now_s();
     for (int r = 0; r < reps; r++)
-        tinfer_gemm_cpu(M, N, K, X, K, W[r % copies], TINFER_DTYPE_BF16, K, NULL, Y, N, false);
+        tinfer_gemm_cpu(M, N, K, X, K, W[r % copies], TINFER_DTYPE_BF16, NULL, K, NULL, Y, N, false);
     double t = (now_s() - t0) / reps;
     for (int c = 0; c < copies; c++) free(W[c]);
     free(W);

@@ -103,8 +103,8 @@ static int run_case(const char *isa, tinfer_dtype dt, int64_t M, int64_t N, int6
             if (accumulate) Y[m * ldy + n] = v;
         }
 
-    tinfer_gemm_cpu(M, N, K, X, ldx, W, dt, ldw, bias, Y, ldy, accumulate);
-    tinfer_gemm_ref_f64(M, N, K, X, ldx, W, dt, ldw, bias, ref, N);
+    tinfer_gemm_cpu(M, N, K, X, ldx, W, dt, NULL, ldw, bias, Y, ldy, accumulate);
+    tinfer_gemm_ref_f64(M, N, K, X, ldx, W, dt, NULL, ldw, bias, ref, N);
 
     int rc = 0;
     double tol = gamma_n((double)K + 2.0), num = 0.0, den = 0.0;

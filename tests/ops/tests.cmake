@@ -13,6 +13,10 @@ tinfer_ops_cpu_exe(test_gemm_cpu)
 add_test(NAME gemm_cpu COMMAND test_gemm_cpu)
 set_tests_properties(gemm_cpu PROPERTIES LABELS unit TIMEOUT 300)
 
+tinfer_ops_cpu_exe(test_gemm_q8)
+add_test(NAME gemm_q8 COMMAND test_gemm_q8)
+set_tests_properties(gemm_q8 PROPERTIES LABELS unit TIMEOUT 300)
+
 tinfer_ops_cpu_exe(test_ops_cpu)
 add_test(NAME ops_cpu COMMAND test_ops_cpu)
 set_tests_properties(ops_cpu PROPERTIES LABELS unit TIMEOUT 300)
