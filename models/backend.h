@@ -37,10 +37,13 @@
 #include <stdint.h>
 
 /* A weight tensor in the memory of whoever holds it (host for the loader and the CPU backend,
- * device for a GPU backend) and its element type. */
+ * device for a GPU backend) and its element type. Q8_0 (base/q8_0.h): data holds the int8
+ * values [rows, K] and scale the F16 scales [rows, K / 32], both row-major; scale is NULL for
+ * every other dtype. */
 typedef struct tinfer_weight {
     const void *data;
     tinfer_dtype dtype;
+    const void *scale;
 } tinfer_weight;
 
 typedef struct tinfer_llama_layer {
@@ -63,7 +66,8 @@ typedef struct tinfer_llama_weights {
     void **owned; /* every host allocation made at load, freed by tinfer_llama_free */
     int32_t n_owned, cap_owned;
     size_t owned_bytes;
-    tinfer_dtype fused_dtype; /* dtype of the fused matrices (for the description) */
+    tinfer_dtype fused_dtype; /* dtype of the fused matrices (for the description): BF16, F32
+                               * or Q8_0 */
 } tinfer_llama_weights;
 
 /* Activations of one step, named by the forward pass, owned and typed by the backend. */

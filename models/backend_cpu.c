@@ -1,7 +1,7 @@
 /*
  * backend_cpu.c — the CPU backend of backend.h: gemm/cpu for the GEMMs, ops/ref for the rest,
- * OpenMP inside each op. Everything is host memory and F32 (weights stay as loaded: BF16 or
- * F32, read in place). The fused ops of the seam are compositions of the reference ops:
+ * OpenMP inside each op. Everything is host memory and F32 (weights stay as loaded: BF16, F32
+ * or Q8_0, read in place; gemm/cpu computes Q8_0 GEMVs on int8-quantized activations). The fused ops of the seam are compositions of the reference ops:
  *   matmul SWIGLU   = GEMM into the gate|up scratch, then swiglu
  *   rope_kv         = rope on the q heads and the k heads, then the k / v rows copied into each
  *                     sequence's cache block (its positions are contiguous in the plan)
@@ -64,14 +64,14 @@ static int64_t cpu_weight_bytes(const void *state) {
     const tinfer_llama_config *c = m->cfg;
     const int64_t E = c->n_embd, Q = (int64_t)c->n_head * c->head_dim,
                   KV = (int64_t)c->n_head_kv * c->head_dim, F = c->n_ff;
-    int64_t bytes = (int64_t)c->n_vocab * E * (int64_t)tinfer_dtype_size(m->w->lm_head.dtype);
+#define NB(dt, n) (int64_t) tinfer_dtype_nbytes((dt), (size_t)(n)) /* Q8_0: with its scales */
+    int64_t bytes = NB(m->w->lm_head.dtype, (int64_t)c->n_vocab * E);
     for (int32_t l = 0; l < c->n_layer; l++) {
         const tinfer_llama_layer *ly = &m->w->layers[l];
-        bytes += (Q + 2 * KV) * E * (int64_t)tinfer_dtype_size(ly->wqkv.dtype) +
-                 E * Q * (int64_t)tinfer_dtype_size(ly->wo.dtype) +
-                 2 * F * E * (int64_t)tinfer_dtype_size(ly->wgu.dtype) +
-                 E * F * (int64_t)tinfer_dtype_size(ly->wdown.dtype);
+        bytes += NB(ly->wqkv.dtype, (Q + 2 * KV) * E) + NB(ly->wo.dtype, E * Q) +
+                 NB(ly->wgu.dtype, 2 * F * E) + NB(ly->wdown.dtype, E * F);
     }
+#undef NB
     return bytes;
 }
 
@@ -200,11 +200,11 @@ static tinfer_status cpu_matmul(void *cs, tinfer_buf y, tinfer_buf x, const tinf
     const int64_t M = rows_out ? c->plan->n_out : c->plan->n;
     const float *b = bias && bias->data ? bias->data : NULL; /* the loader keeps biases F32 */
     if (epi == TINFER_EPI_SWIGLU) {
-        tinfer_gemm_cpu(M, N, K, c->buf[x], c->width[x], w->data, w->dtype, NULL, K, b, c->gu,
+        tinfer_gemm_cpu(M, N, K, c->buf[x], c->width[x], w->data, w->dtype, w->scale, K, b, c->gu,
                         N, false);
         tinfer_op_swiglu(c->buf[y], c->gu, M, N / 2);
     } else {
-        tinfer_gemm_cpu(M, N, K, c->buf[x], c->width[x], w->data, w->dtype, NULL, K, b,
+        tinfer_gemm_cpu(M, N, K, c->buf[x], c->width[x], w->data, w->dtype, w->scale, K, b,
                         c->buf[y], c->width[y], epi == TINFER_EPI_RESIDUAL);
     }
     return TINFER_OK;

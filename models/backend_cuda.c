@@ -111,12 +111,19 @@ typedef struct cuda_ctx {
 /* ---------------------------------------------------------------------------------------- */
 /* model level: probe, plan, upload                                                         */
 
-/* Copies n elements of a host weight (BF16 or F32) into the device at dst as BF16, through the
- * host staging buffer tmp (n elements). */
+/* Copies n elements of a host weight (BF16, F32 or Q8_0) into the device at dst as BF16, through
+ * the host staging buffer tmp (n elements); Q8_0 is dequantized on the host (d * q rounded to
+ * BF16). */
 static tinfer_status upload_bf16(uint16_t *dst, const tinfer_weight *src, size_t n, uint16_t *tmp,
                                  tinfer_err *err) {
     const uint16_t *from = src->data;
-    if (src->dtype == TINFER_DTYPE_F32) {
+    if (src->dtype == TINFER_DTYPE_Q8_0) {
+        const int8_t *q = src->data;
+        const uint16_t *d = src->scale;
+        for (size_t i = 0; i < n; i++)
+            tmp[i] = tinfer_f32_to_bf16((float)q[i] * tinfer_f16_to_f32(d[i / 32]));
+        from = tmp;
+    } else if (src->dtype == TINFER_DTYPE_F32) {
         const float *f = src->data;
         for (size_t i = 0; i < n; i++)
             tmp[i] = tinfer_f32_to_bf16(f[i]);
@@ -133,14 +140,14 @@ static tinfer_status upload_bf16(uint16_t *dst, const tinfer_weight *src, size_t
 static tinfer_status place(cuda_model *m, size_t *at, const tinfer_weight *src, size_t n,
                            tinfer_weight *dst, uint16_t *tmp, tinfer_err *err) {
     if (!src->data) { /* an absent bias */
-        *dst = (tinfer_weight){NULL, TINFER_DTYPE_BF16};
+        *dst = (tinfer_weight){NULL, TINFER_DTYPE_BF16, NULL};
         return TINFER_OK;
     }
     uint16_t *p = (uint16_t *)((unsigned char *)m->wmem + *at);
     *at += (n * 2 + TINFER_CUDA_ALIGN - 1) / TINFER_CUDA_ALIGN * TINFER_CUDA_ALIGN;
     if (*at > m->wbytes)
         return tinfer_err_set(err, TINFER_ERR_INTERNAL, "cuda backend: weight plan overflow");
-    *dst = (tinfer_weight){p, TINFER_DTYPE_BF16};
+    *dst = (tinfer_weight){p, TINFER_DTYPE_BF16, NULL};
     return upload_bf16(p, src, n, tmp, err);
 }
 

@@ -21,6 +21,8 @@
 
 #include "models/llama.h"
 
+#include "base/q8_0.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,56 +77,143 @@ static void convert(void *dst, tinfer_dtype ddt, const void *src, tinfer_dtype s
     }
 }
 
+/* Q8_0 values dequantized to F32 (n a multiple of 32; scale of element i at s[i / 32]). */
+static void dequant_q8(float *dst, const int8_t *q, const uint16_t *s, int64_t n) {
+    for (int64_t b = 0; b < n / TINFER_Q8_0_BLOCK; b++)
+        tinfer_q8_0_dequantize_block(q + b * TINFER_Q8_0_BLOCK, s[b], dst + b * TINFER_Q8_0_BLOCK);
+}
+
+/* The Q8_0 weight whose I8 values `name` [rows, K] the caller fetched (v): checks the config
+ * says q8_0, K % 32 == 0, and fetches the F16 scales `name`_scale [rows, K / 32] (copied when
+ * misaligned), every one finite. */
+static tinfer_status get_q8(tinfer_llama_weights *w, const tinfer_llama_config *cfg,
+                            const tinfer_tensor_source *st, const char *name, int64_t rows,
+                            int64_t K, const tinfer_tensor_ref *v, tinfer_weight *out,
+                            tinfer_err *err) {
+    if (!cfg->q8_0)
+        return tinfer_err_set(err, TINFER_ERR_FORMAT,
+                              "tensor '%s' is I8 but config.json has no quantization_config with "
+                              "quant_method q8_0",
+                              name);
+    if (K % TINFER_Q8_0_BLOCK != 0)
+        return tinfer_err_set(err, TINFER_ERR_FORMAT,
+                              "tensor '%s': I8 (Q8_0) needs rows of a multiple of 32, rows are %lld",
+                              name, (long long)K);
+    char sname[192];
+    snprintf(sname, sizeof sname, "%s_scale", name);
+    if (!st->has(st->ctx, sname))
+        return tinfer_err_set(err, TINFER_ERR_FORMAT,
+                              "missing tensor '%s' (the F16 scales of the Q8_0 tensor '%s')", sname,
+                              name);
+    int64_t shape[2] = {rows, K / TINFER_Q8_0_BLOCK};
+    tinfer_tensor_ref sv;
+    tinfer_status rc = st->get(st->ctx, sname, 2, shape, &sv, err);
+    if (rc != TINFER_OK) return rc;
+    if (sv.dtype != TINFER_DTYPE_F16)
+        return tinfer_err_set(err, TINFER_ERR_FORMAT,
+                              "tensor '%s': dtype %s, but the scales of a Q8_0 weight are F16",
+                              sname, tinfer_dtype_name(sv.dtype));
+    const uint16_t *sc = sv.data;
+    if ((uintptr_t)sv.data % 2 != 0) {
+        void *p = NULL;
+        if ((rc = own(w, (size_t)sv.n_elems * 2, &p, err, sname)) != TINFER_OK) return rc;
+        memcpy(p, sv.data, (size_t)sv.n_elems * 2);
+        sc = p;
+    }
+    for (int64_t i = 0; i < sv.n_elems; i++)
+        if ((sc[i] & 0x7c00u) == 0x7c00u)
+            return tinfer_err_set(err, TINFER_ERR_FORMAT,
+                                  "tensor '%s': scale %lld (row %lld) is not finite", sname,
+                                  (long long)i, (long long)(i / shape[1]));
+    *out = (tinfer_weight){v->data, TINFER_DTYPE_Q8_0, sc};
+    return TINFER_OK;
+}
+
 /* Fetches `name` with the expected shape; a weight usable in place when BF16/F32 and aligned,
- * else a widened F32 copy. */
+ * or Q8_0 (I8 + scales) where q8 is set (the config; NULL: I8 is refused), else a widened F32
+ * copy. */
 static tinfer_status get_weight(tinfer_llama_weights *w, const tinfer_tensor_source *st, const char *name,
                                 int32_t n_dims, int64_t d0, int64_t d1, tinfer_weight *out,
-                                tinfer_err *err) {
+                                const tinfer_llama_config *q8, tinfer_err *err) {
     int64_t shape[2] = {d0, d1};
     tinfer_tensor_ref v;
     tinfer_status rc = st->get(st->ctx, name, n_dims, shape, &v, err);
     if (rc != TINFER_OK) return rc;
+    if (v.dtype == TINFER_DTYPE_I8) {
+        if (!q8 || n_dims != 2)
+            return tinfer_err_set(err, TINFER_ERR_FORMAT,
+                                  "tensor '%s' is I8: only the projection matrices and lm_head may "
+                                  "be Q8_0",
+                                  name);
+        return get_q8(w, q8, st, name, d0, d1, &v, out, err);
+    }
     size_t esz = tinfer_dtype_size(v.dtype);
     if (v.dtype != TINFER_DTYPE_F16 && ((uintptr_t)v.data % esz) == 0) {
         out->data = v.data;
         out->dtype = v.dtype;
+        out->scale = NULL;
         return TINFER_OK;
     }
     void *p = NULL;
     rc = own(w, (size_t)v.n_elems * sizeof(float), &p, err, name);
     if (rc != TINFER_OK) return rc;
     convert(p, TINFER_DTYPE_F32, v.data, v.dtype, v.n_elems);
-    out->data = p;
-    out->dtype = TINFER_DTYPE_F32;
+    *out = (tinfer_weight){p, TINFER_DTYPE_F32, NULL};
     return TINFER_OK;
 }
 
 /* Fuses n_parts matrices [rows_i, K] named names[i] into one [sum rows_i, K] matrix (rows
- * stacked in order): BF16 when every part is BF16, else F32. */
-static tinfer_status fuse(tinfer_llama_weights *w, const tinfer_tensor_source *st, int32_t n_parts,
-                          char names[][160], const int64_t *rows, int64_t K, tinfer_weight *out,
-                          tinfer_err *err) {
+ * stacked in order): Q8_0 when every part is (values stacked, scales stacked the same way), BF16
+ * when every part is BF16, else F32 (Q8_0 parts dequantized). */
+static tinfer_status fuse(tinfer_llama_weights *w, const tinfer_llama_config *cfg,
+                          const tinfer_tensor_source *st, int32_t n_parts, char names[][160],
+                          const int64_t *rows, int64_t K, tinfer_weight *out, tinfer_err *err) {
     tinfer_tensor_ref v[4];
+    tinfer_weight q[4] = {{0}};
     int64_t total = 0;
-    bool all_bf16 = true;
+    bool all_bf16 = true, all_q8 = true;
     for (int32_t i = 0; i < n_parts; i++) {
         int64_t shape[2] = {rows[i], K};
         tinfer_status rc = st->get(st->ctx, names[i], 2, shape, &v[i], err);
         if (rc != TINFER_OK) return rc;
+        if (v[i].dtype == TINFER_DTYPE_I8 &&
+            (rc = get_q8(w, cfg, st, names[i], rows[i], K, &v[i], &q[i], err)) != TINFER_OK)
+            return rc;
         all_bf16 = all_bf16 && v[i].dtype == TINFER_DTYPE_BF16;
+        all_q8 = all_q8 && v[i].dtype == TINFER_DTYPE_I8;
         total += rows[i];
     }
-    tinfer_dtype dt = all_bf16 ? TINFER_DTYPE_BF16 : TINFER_DTYPE_F32;
     void *p = NULL;
-    tinfer_status rc = own(w, (size_t)(total * K) * tinfer_dtype_size(dt), &p, err, names[0]);
+    tinfer_status rc;
+    if (all_q8) {
+        const int64_t nb = K / TINFER_Q8_0_BLOCK;
+        rc = own(w, (size_t)(total * K), &p, err, names[0]);
+        void *ps = NULL;
+        if (rc == TINFER_OK) rc = own(w, (size_t)(total * nb) * 2, &ps, err, names[0]);
+        if (rc != TINFER_OK) return rc;
+        unsigned char *dv = p, *ds = ps;
+        for (int32_t i = 0; i < n_parts; i++) {
+            memcpy(dv, q[i].data, (size_t)(rows[i] * K));
+            memcpy(ds, q[i].scale, (size_t)(rows[i] * nb) * 2);
+            dv += rows[i] * K;
+            ds += rows[i] * nb * 2;
+        }
+        *out = (tinfer_weight){p, TINFER_DTYPE_Q8_0, ps};
+        w->fused_dtype = TINFER_DTYPE_Q8_0;
+        return TINFER_OK;
+    }
+    tinfer_dtype dt = all_bf16 ? TINFER_DTYPE_BF16 : TINFER_DTYPE_F32;
+    rc = own(w, (size_t)(total * K) * tinfer_dtype_size(dt), &p, err, names[0]);
     if (rc != TINFER_OK) return rc;
     unsigned char *dst = p;
     for (int32_t i = 0; i < n_parts; i++) {
-        convert(dst, dt, v[i].data, v[i].dtype, rows[i] * K);
+        if (v[i].dtype == TINFER_DTYPE_I8)
+            dequant_q8((float *)(void *)dst, q[i].data, q[i].scale, rows[i] * K);
+        else
+            convert(dst, dt, v[i].data, v[i].dtype, rows[i] * K);
         dst += (size_t)(rows[i] * K) * tinfer_dtype_size(dt);
     }
-    out->data = p;
-    out->dtype = dt;
+    *out = (tinfer_weight){p, dt, NULL};
     w->fused_dtype = dt;
     return TINFER_OK;
 }
@@ -136,6 +225,9 @@ static tinfer_status get_bias(tinfer_llama_weights *w, const tinfer_tensor_sourc
     tinfer_status rc = st->get(st->ctx, name, 1, &n, &v, err);
     if (rc != TINFER_OK) return rc;
     (void)w;
+    if (v.dtype == TINFER_DTYPE_I8)
+        return tinfer_err_set(err, TINFER_ERR_FORMAT, "tensor '%s' is I8: biases are not quantized",
+                              name);
     convert(dst, TINFER_DTYPE_F32, v.data, v.dtype, n);
     return TINFER_OK;
 }
@@ -151,14 +243,14 @@ tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_ten
     if (!w->layers) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (layers)");
     w->n_layer = cfg->n_layer;
 
-    rc = get_weight(w, st, "model.embed_tokens.weight", 2, V, E, &w->tok_embd, err);
+    rc = get_weight(w, st, "model.embed_tokens.weight", 2, V, E, &w->tok_embd, NULL, err);
     if (rc != TINFER_OK) goto fail;
-    rc = get_weight(w, st, "model.norm.weight", 1, E, 0, &w->out_norm, err);
+    rc = get_weight(w, st, "model.norm.weight", 1, E, 0, &w->out_norm, NULL, err);
     if (rc != TINFER_OK) goto fail;
     if (cfg->tie_word_embeddings) {
         w->lm_head = w->tok_embd;
     } else {
-        rc = get_weight(w, st, "lm_head.weight", 2, V, E, &w->lm_head, err);
+        rc = get_weight(w, st, "lm_head.weight", 2, V, E, &w->lm_head, cfg, err);
         if (rc != TINFER_OK) goto fail;
     }
 
@@ -168,17 +260,17 @@ tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_ten
         snprintf(pre, sizeof pre, "model.layers.%d.", (int)l);
 #define NAME(i, suffix) snprintf(name[i], sizeof name[i], "%s%s", pre, suffix)
         NAME(0, "input_layernorm.weight");
-        rc = get_weight(w, st, name[0], 1, E, 0, &ly->attn_norm, err);
+        rc = get_weight(w, st, name[0], 1, E, 0, &ly->attn_norm, NULL, err);
         if (rc != TINFER_OK) goto fail;
         NAME(0, "post_attention_layernorm.weight");
-        rc = get_weight(w, st, name[0], 1, E, 0, &ly->ffn_norm, err);
+        rc = get_weight(w, st, name[0], 1, E, 0, &ly->ffn_norm, NULL, err);
         if (rc != TINFER_OK) goto fail;
 
         NAME(0, "self_attn.q_proj.weight");
         NAME(1, "self_attn.k_proj.weight");
         NAME(2, "self_attn.v_proj.weight");
         const int64_t qkv_rows[3] = {Q, KV, KV};
-        rc = fuse(w, st, 3, name, qkv_rows, E, &ly->wqkv, err);
+        rc = fuse(w, cfg, st, 3, name, qkv_rows, E, &ly->wqkv, err);
         if (rc != TINFER_OK) goto fail;
         if (cfg->qkv_bias) {
             float *b = NULL;
@@ -191,10 +283,10 @@ tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_ten
                 (rc = get_bias(w, st, name[1], KV, b + Q, err)) != TINFER_OK ||
                 (rc = get_bias(w, st, name[2], KV, b + Q + KV, err)) != TINFER_OK)
                 goto fail;
-            ly->bqkv = (tinfer_weight){b, TINFER_DTYPE_F32};
+            ly->bqkv = (tinfer_weight){b, TINFER_DTYPE_F32, NULL};
         }
         NAME(0, "self_attn.o_proj.weight");
-        rc = get_weight(w, st, name[0], 2, E, Q, &ly->wo, err);
+        rc = get_weight(w, st, name[0], 2, E, Q, &ly->wo, cfg, err);
         if (rc != TINFER_OK) goto fail;
         /* Llama's attention_bias also puts a bias on o_proj (Qwen2 has none): load it when the
          * checkpoint carries one. */
@@ -204,16 +296,16 @@ tinfer_status tinfer_llama_load(const tinfer_llama_config *cfg, const tinfer_ten
             rc = own(w, (size_t)E * sizeof(float), (void **)&b, err, name[0]);
             if (rc != TINFER_OK) goto fail;
             if ((rc = get_bias(w, st, name[0], E, b, err)) != TINFER_OK) goto fail;
-            ly->bo = (tinfer_weight){b, TINFER_DTYPE_F32};
+            ly->bo = (tinfer_weight){b, TINFER_DTYPE_F32, NULL};
         }
 
         NAME(0, "mlp.gate_proj.weight");
         NAME(1, "mlp.up_proj.weight");
         const int64_t gu_rows[2] = {F, F};
-        rc = fuse(w, st, 2, name, gu_rows, E, &ly->wgu, err);
+        rc = fuse(w, cfg, st, 2, name, gu_rows, E, &ly->wgu, err);
         if (rc != TINFER_OK) goto fail;
         NAME(0, "mlp.down_proj.weight");
-        rc = get_weight(w, st, name[0], 2, E, F, &ly->wdown, err);
+        rc = get_weight(w, st, name[0], 2, E, F, &ly->wdown, cfg, err);
         if (rc != TINFER_OK) goto fail;
 #undef NAME
     }

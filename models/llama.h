@@ -12,6 +12,12 @@
  * F32 fixtures must match HF to fp32 rounding; a GPU backend converts to BF16 at upload).
  * Unfused tensors stay zero-copy in the safetensors mapping when BF16/F32 and aligned to their
  * element size; F16 (and misaligned) tensors are copied/widened to F32.
+ * Q8_0 (config.json's quantization_config, base/q8_0.h): a projection matrix or lm_head stored
+ * as I8 `X.weight` [N, K] + F16 `X.weight_scale` [N, K/32] is used in place (scales copied
+ * only when misaligned) as a TINFER_DTYPE_Q8_0 weight; fused matrices stack the parts' rows and
+ * their scales the same way (Q8_0 when every part is, else F32 with the Q8_0 parts
+ * dequantized). Embedding and norms must not be I8. Errors name the tensor: I8 without the
+ * config key, K % 32 != 0, a missing, mis-shaped or non-F16 scale tensor, a non-finite scale.
  *
  * The weights' structs (tinfer_llama_weights, tinfer_llama_layer) are in models/backend.h: the
  * loader fills them with host memory, a GPU backend fills a second copy with device memory.

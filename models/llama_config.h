@@ -24,6 +24,7 @@ typedef struct tinfer_llama_config {
     float rms_norm_eps;
     bool tie_word_embeddings;
     bool qkv_bias;        /* Qwen2 / attention_bias */
+    bool q8_0;            /* quantization_config.quant_method "q8_0": I8 matrices are Q8_0 */
     int32_t bos_id;       /* -1 if none */
     int32_t n_eos;
     int32_t eos_ids[TINFER_MAX_EOS];

@@ -174,6 +174,47 @@ static tinfer_status cfg_eos(const cJSON *root, const char *label, int32_t n_voc
         if (s_ != TINFER_OK) return s_;                                                            \
     } while (0)
 
+/* quantization_config (absent or null: none): {"quant_method": "q8_0", "group_size": 32,
+ * "modules_not_quantized": [names...]}. Only q8_0 with groups of 32 is known; the list is
+ * informational (which matrices are Q8_0 is decided per tensor by its dtype, models/llama.c). */
+static tinfer_status cfg_quant(const cJSON *root, const char *label, tinfer_llama_config *c,
+                               tinfer_err *err) {
+    const cJSON *q = cfg_get(root, "quantization_config");
+    if (!q || cJSON_IsNull(q)) return TINFER_OK;
+    if (!cJSON_IsObject(q))
+        return tinfer_err_set(err, TINFER_ERR_FORMAT,
+                              "%s: key 'quantization_config' must be an object, got %s", label,
+                              cfg_type_name(q));
+    const cJSON *m = cfg_get(q, "quant_method");
+    if (!cJSON_IsString(m) || !m->valuestring)
+        return tinfer_err_set(err, TINFER_ERR_FORMAT,
+                              "%s: key 'quantization_config.quant_method' must be a string", label);
+    if (strcmp(m->valuestring, "q8_0") != 0)
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED,
+                              "%s: key 'quantization_config.quant_method': '%.64s' is not "
+                              "supported (only q8_0)",
+                              label, m->valuestring);
+    int32_t group = 32;
+    CFG_TRY(cfg_int(q, label, "group_size", false, 1, 1 << 20, 32, &group, err));
+    if (group != 32)
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED,
+                              "%s: key 'quantization_config.group_size': %d is not supported "
+                              "(q8_0 has blocks of 32)",
+                              label, (int)group);
+    const cJSON *mods = cfg_get(q, "modules_not_quantized");
+    if (mods && !cJSON_IsNull(mods)) {
+        bool ok = cJSON_IsArray(mods);
+        for (const cJSON *it = ok ? mods->child : NULL; it; it = it->next) ok = ok && cJSON_IsString(it);
+        if (!ok)
+            return tinfer_err_set(err, TINFER_ERR_FORMAT,
+                                  "%s: key 'quantization_config.modules_not_quantized' must be a "
+                                  "list of strings",
+                                  label);
+    }
+    c->q8_0 = true;
+    return TINFER_OK;
+}
+
 static tinfer_status cfg_from_json(const cJSON *root, const char *label, tinfer_llama_config *c,
                                    tinfer_err *err) {
     memset(c, 0, sizeof *c);
@@ -296,6 +337,7 @@ static tinfer_status cfg_from_json(const cJSON *root, const char *label, tinfer_
                                   "supported",
                                   label);
     }
+    CFG_TRY(cfg_quant(root, label, c, err));
     c->bos_id = -1;
     CFG_TRY(cfg_bos(root, label, c->n_vocab, &c->bos_id, err));
     CFG_TRY(cfg_eos(root, label, c->n_vocab, &c->n_eos, c->eos_ids, err));

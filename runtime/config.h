@@ -7,7 +7,8 @@
  * (default hidden/heads), intermediate_size, vocab_size, rope_theta (default 10000),
  * rms_norm_eps (default 1e-6), tie_word_embeddings (default false), max_position_embeddings,
  * bos_token_id, eos_token_id (int or list), attention_bias / the Qwen2 architecture (biases),
- * hidden_act (must be silu), rope_scaling (null or absent; others unsupported).
+ * hidden_act (must be silu), rope_scaling (null or absent; others unsupported),
+ * quantization_config (absent, or quant_method "q8_0" with group_size 32: ARCHITECTURE.md).
  * Validation: positive dimensions, heads % kv_heads == 0, head_dim even, ranges sane; errors name
  * the file and the JSON key.
  */

@@ -163,7 +163,9 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
              : !strncmp(m->cfg.architecture, "Mistral", 7) ? "mistral"
                                                            : "llama",
              (int)m->cfg.n_layer, (int)m->cfg.n_embd, (int)m->cfg.n_head, (int)m->cfg.n_head_kv,
-             m->w.fused_dtype == TINFER_DTYPE_BF16 ? "bf16" : "f32",
+             m->w.fused_dtype == TINFER_DTYPE_BF16   ? "bf16"
+             : m->w.fused_dtype == TINFER_DTYPE_Q8_0 ? "q8_0"
+                                                     : "f32",
              m->ops->model_desc(m->be_state));
     if (m->rw) strncat(m->desc, ", random weights", sizeof m->desc - strlen(m->desc) - 1);
     *out = m;

@@ -161,7 +161,7 @@ void tinfer_st_close(tinfer_st_set *set) {
  * header parsing */
 
 /* dtype strings that real safetensors files use but this runtime does not compute with. */
-static const char *const st_other_dtypes[] = {"F64",     "I64",     "I32",     "I16",     "I8",
+static const char *const st_other_dtypes[] = {"F64",     "I64",     "I32",     "I16",
                                               "U64",     "U32",     "U16",     "U8",      "BOOL",
                                               "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2",
                                               "F4",      "C64"};
@@ -177,12 +177,13 @@ static tinfer_status st_parse_dtype(const char *path, const char *name, const cJ
     if (!strcmp(s, "F32")) *dt = TINFER_DTYPE_F32;
     else if (!strcmp(s, "F16")) *dt = TINFER_DTYPE_F16;
     else if (!strcmp(s, "BF16")) *dt = TINFER_DTYPE_BF16;
+    else if (!strcmp(s, "I8")) *dt = TINFER_DTYPE_I8; /* the values of a Q8_0 weight */
     else {
         for (size_t i = 0; i < sizeof st_other_dtypes / sizeof st_other_dtypes[0]; i++)
             if (!strcmp(s, st_other_dtypes[i]))
                 return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED,
                                       "%s: tensor '%s': dtype %s is not supported (only F32, F16, "
-                                      "BF16)",
+                                      "BF16, I8)",
                                       path, name, s);
         return tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%s'", path,
                               name, s);

@@ -8,7 +8,8 @@
  *
  * Validation (each failure is TINFER_ERR_FORMAT with a message naming the file and tensor/key):
  * header length vs file size (and an absolute cap), JSON well-formed and an object, known dtype
- * (F32, F16, BF16; others -> TINFER_ERR_UNSUPPORTED naming the dtype), shape entries
+ * (F32, F16, BF16, I8 — the values of a Q8_0 weight, base/q8_0.h; others ->
+ * TINFER_ERR_UNSUPPORTED naming the dtype), shape entries
  * non-negative integers, product(shape)*dtype_size == e-b (overflow-checked), 0 <= b <= e <=
  * data size, tensors sorted by offset neither overlap nor leave gaps and cover the data section.
  *

@@ -96,6 +96,25 @@ static void test_bad(void) {
     CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "cfg.json", "'vocab_size'", NULL);
     st = parse("\"hidden_size\": 1e300, ", "", &c, &err);
     CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "cfg.json", "'hidden_size'", NULL);
+    /* quantization_config: only q8_0 in blocks of 32 */
+    st = parse("\"quantization_config\": {\"quant_method\": \"awq\"}, ", "", &c, &err);
+    CHECK_ERR(st, TINFER_ERR_UNSUPPORTED, &err, "cfg.json", "'quantization_config.quant_method'",
+              "awq");
+    st = parse("\"quantization_config\": {\"quant_method\": \"q8_0\", \"group_size\": 64}, ", "",
+               &c, &err);
+    CHECK_ERR(st, TINFER_ERR_UNSUPPORTED, &err, "cfg.json", "'quantization_config.group_size'",
+              "64");
+    st = parse("\"quantization_config\": \"q8_0\", ", "", &c, &err);
+    CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "cfg.json", "'quantization_config'", "object");
+    st = parse("\"quantization_config\": {\"group_size\": 32}, ", "", &c, &err);
+    CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "cfg.json", "'quantization_config.quant_method'", NULL);
+    st = parse("\"quantization_config\": {\"quant_method\": \"q8_0\", "
+               "\"modules_not_quantized\": [1]}, ", "", &c, &err);
+    CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "cfg.json", "modules_not_quantized", NULL);
+    CHECK(parse("\"quantization_config\": {\"quant_method\": \"q8_0\", \"group_size\": 32, "
+                "\"modules_not_quantized\": [\"lm_head\"]}, ", "", &c, &err) == TINFER_OK &&
+          c.q8_0);
+    CHECK(parse("", "", &c, &err) == TINFER_OK && !c.q8_0);
 
     /* missing required key: build without vocab_size */
     const char *nov = "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 64, "

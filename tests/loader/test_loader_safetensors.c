@@ -176,6 +176,22 @@ static void test_bad_files(void) {
     st = open_bad("f64.safetensors",
                   "{\"w.d\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", z, 8, &err);
     CHECK_ERR(st, TINFER_ERR_UNSUPPORTED, &err, "f64.safetensors: tensor 'w.d'", "dtype F64", NULL);
+    {   /* I8 is known (the values of a Q8_0 weight): 6 bytes for [2, 3], one byte each */
+        tinfer_st_set *s8 = NULL;
+        static uint8_t im[256];
+        size_t n8 = build_st(im, sizeof im,
+                             "{\"q\":{\"dtype\":\"I8\",\"shape\":[2,3],\"data_offsets\":[0,6]}}",
+                             "\x01\xff\x80\x7f\x00\x02", 6, UINT64_MAX);
+        CHECK(tinfer_st_open_memory(im, n8, "i8", &s8, &err) == TINFER_OK);
+        const tinfer_tensor_view *q = s8 ? tinfer_st_find(s8, "q") : NULL;
+        CHECK(q && q->dtype == TINFER_DTYPE_I8 && q->n_elems == 6 && q->n_bytes == 6 &&
+              ((const int8_t *)q->data)[2] == -128);
+        tinfer_st_close(s8);
+        st = open_bad("i8bad.safetensors",
+                      "{\"q\":{\"dtype\":\"I8\",\"shape\":[2,3],\"data_offsets\":[0,8]}}", z, 8,
+                      &err);
+        CHECK_ERR(st, TINFER_ERR_FORMAT, &err, "tensor 'q'", "6 I8 elements", NULL);
+    }
     st = open_bad("i32.safetensors",
                   "{\"ids\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[0,4]}}", z, 4, &err);
     CHECK_ERR(st, TINFER_ERR_UNSUPPORTED, &err, "tensor 'ids'", "dtype I32", NULL);

@@ -21,6 +21,14 @@ add_test(NAME smollm2_greedy
 set_tests_properties(smollm2_greedy PROPERTIES LABELS model TIMEOUT 600
                      SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 
+# q8_load (label unit): models/llama.c loading Q8_0 weights from an in-memory tensor source,
+# good and bad inputs.
+add_executable(test_q8_load ${TINFER_MODEL_TEST_DIR}/test_q8_load.c)
+target_include_directories(test_q8_load PRIVATE ${TINFER_INCLUDE_DIRS})
+target_link_libraries(test_q8_load PRIVATE tinfer ${MATH_LIB})
+add_test(NAME q8_load COMMAND test_q8_load)
+set_tests_properties(q8_load PROPERTIES LABELS unit TIMEOUT 30)
+
 # perf_model: per-op time of prefill and decode (a measuring tool, not a ctest test).
 add_executable(perf_model ${TINFER_MODEL_TEST_DIR}/perf_model.c)
 target_include_directories(perf_model PRIVATE ${TINFER_INCLUDE_DIRS} ${PROJECT_SOURCE_DIR}/runtime)
