@@ -406,6 +406,19 @@ tinfer_status tinfer_gemm_bf16_tc(tinfer_gemm_bf16_kernel kernel, const tinfer_g
 tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer_gemm_bf16_path path,
                                cudaStream_t stream, tinfer_err *err);
 
+/* RMSNorm fused into the GEMV: Y = epi(Xn · W^T) with Xn[m, k] = bf16(bf16f(x[m, k] * rs_m) *
+ * norm_w[k]) (rounded as ops/cuda/elementwise.cu's RMSNorm rounds), rs_m = 1 / sqrt(mean_k x[m,
+ * k]^2 + eps), x F32 [M, ldx]; a->X and a->ldx are not read. Runs where the dispatcher sends the
+ * shape to decode rung 08 and M <= 8 (tinfer_gemm_bf16_rmsnorm_ok; the CUDA backend then skips
+ * the RMSNorm kernel: one launch fewer per norm); elsewhere TINFER_ERR_UNSUPPORTED. The mean
+ * squares are summed in another order than the RMSNorm kernel's, so an element of Xn can differ
+ * from that kernel's output by 1 BF16 ulp where rs_m's last bit differs. x and norm_w 16-byte
+ * aligned, ldx >= K and a multiple of 4. */
+int tinfer_gemm_bf16_rmsnorm_ok(const tinfer_gemm_bf16_args *a);
+tinfer_status tinfer_gemm_bf16_rmsnorm(const tinfer_gemm_bf16_args *a, const float *x, int64_t ldx,
+                                       const uint16_t *norm_w, float eps, cudaStream_t stream,
+                                       tinfer_err *err);
+
 /* Which path AUTO takes for this shape on the current device (for tests and benches). */
 tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K);
 

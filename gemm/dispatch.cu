@@ -293,3 +293,28 @@ extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer
     if (r.path == TINFER_GEMM_BF16_PATH_GEMV) return tinfer_gemv_bf16_run((tinfer_gemv_bf16_kernel)r.rung, a, stream, err);
     return tc_run((tinfer_gemm_bf16_kernel)r.rung, a, stream, err);
 }
+
+extern "C" int tinfer_gemm_bf16_rmsnorm_ok(const tinfer_gemm_bf16_args *a) {
+    if (!a || !tinfer_gemv_bf16_stream_norm_ok(a)) return 0;
+    int major, n_sm;
+    device_info(&major, &n_sm);
+    const tinfer_gemm_bf16_route r = tinfer_gemm_bf16_route_for(a, TINFER_GEMM_BF16_PATH_AUTO, major, n_sm);
+    return r.path == TINFER_GEMM_BF16_PATH_GEMV && r.rung == TINFER_GEMV_BF16_STREAM;
+}
+
+extern "C" tinfer_status tinfer_gemm_bf16_rmsnorm(const tinfer_gemm_bf16_args *a, const float *x, int64_t ldx,
+                                                  const uint16_t *norm_w, float eps, cudaStream_t stream,
+                                                  tinfer_err *err) {
+    if (!a) return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16_rmsnorm: NULL arguments");
+    /* the generic check on a copy whose X is x (16-byte aligned rows; the kernel reads only x) */
+    tinfer_gemm_bf16_args c = *a;
+    c.X = (const uint16_t *)x;
+    c.ldx = (a->K + 7) / 8 * 8;
+    tinfer_status st = tinfer_gemm_bf16_check(&c, "gemm_bf16_rmsnorm", err);
+    if (st != TINFER_OK) return st;
+    if (!tinfer_gemm_bf16_rmsnorm_ok(a))
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED,
+                              "gemm_bf16_rmsnorm: M=%lld N=%lld K=%lld does not run on decode rung 08 with M <= 8",
+                              (long long)a->M, (long long)a->N, (long long)a->K);
+    return tinfer_gemv_bf16_stream_norm(&c, x, ldx, norm_w, eps, stream, err);
+}

@@ -487,11 +487,12 @@ static tinfer_status run_rmsnorm(cuda_ctx *c, tinfer_buf out, tinfer_buf in, con
         gather ? c->bp->n_out : c->bp->n, c->bp->n, c->m->cfg->n_embd, eps, c->stream, &c->err);
 }
 
-static tinfer_status run_matmul(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
-                                const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
-                                bool rows_out) {
+/* The GEMM arguments of a matmul op; false when it has no rows this step. */
+static bool matmul_args(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
+                        const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
+                        bool rows_out, tinfer_gemm_bf16_args *out) {
     const int64_t M = rows_out ? c->bp->n_out : c->bp->n;
-    if (M == 0) return TINFER_OK;
+    if (M == 0) return false;
     const bool f32_out = y == TINFER_BUF_X || y == TINFER_BUF_LOGITS;
     const int64_t N_out = epi == TINFER_EPI_SWIGLU ? N / 2 : N;
     tinfer_gemm_bf16_args a;
@@ -513,7 +514,33 @@ static tinfer_status run_matmul(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const t
     }
     a.swiglu = epi == TINFER_EPI_SWIGLU;
     a.w_static = 1; /* written once at load */
+    *out = a;
+    return true;
+}
+
+static tinfer_status run_matmul(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
+                                const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
+                                bool rows_out) {
+    tinfer_gemm_bf16_args a;
+    if (!matmul_args(c, y, x, w, bias, N, K, epi, rows_out, &a)) return TINFER_OK;
     return tinfer_gemm_bf16(&a, TINFER_GEMM_BF16_PATH_AUTO, c->stream, &c->err);
+}
+
+/* An RMSNorm whose only reader is the next op, a matmul the dispatcher sends to decode rung 08
+ * (few tokens, short rows: SmolLM2's QKV and gate/up in decode), runs inside that GEMV
+ * (tinfer_gemm_bf16_rmsnorm): one launch fewer. *fused: whether it did (then the matmul ran). */
+static tinfer_status try_norm_matmul(cuda_ctx *c, const cmd *norm, const cmd *mm, bool *fused) {
+    *fused = false;
+    if (norm->rows_out || norm->x != TINFER_BUF_X || !mm || mm->kind != CMD_MATMUL ||
+        mm->x != norm->y || mm->rows_out || mm->K != c->m->cfg->n_embd)
+        return TINFER_OK;
+    tinfer_gemm_bf16_args a;
+    if (!matmul_args(c, mm->y, mm->x, mm->w, mm->bias, mm->N, mm->K, mm->epi, false, &a) ||
+        !tinfer_gemm_bf16_rmsnorm_ok(&a))
+        return TINFER_OK;
+    *fused = true;
+    return tinfer_gemm_bf16_rmsnorm(&a, buf(c, TINFER_BUF_X), mm->K, norm->w->data, norm->eps,
+                                    c->stream, &c->err);
 }
 
 /* A step of decode queries only runs RoPE and the KV-cache write inside the decode attention
@@ -597,7 +624,15 @@ static tinfer_status run_step(cuda_ctx *c) {
         const cmd *o = &c->cmds[i];
         switch (o->kind) {
         case CMD_EMBED: rc = run_embed(c, o->y, o->w); break;
-        case CMD_RMSNORM: rc = run_rmsnorm(c, o->y, o->x, o->w, o->eps, o->rows_out); break;
+        case CMD_RMSNORM: {
+            bool fused;
+            rc = try_norm_matmul(c, o, i + 1 < c->n_cmds ? &c->cmds[i + 1] : NULL, &fused);
+            if (fused)
+                i++; /* the matmul ran too */
+            else if (rc == TINFER_OK)
+                rc = run_rmsnorm(c, o->y, o->x, o->w, o->eps, o->rows_out);
+            break;
+        }
         case CMD_MATMUL:
             rc = run_matmul(c, o->y, o->x, o->w, o->bias, o->N, o->K, o->epi, o->rows_out);
             break;

@@ -72,8 +72,24 @@ static __host__ __device__ __forceinline__ int64_t g08_xrow(int64_t K) { return 
  * per block (registers would not leave room for two tiles of W):
  * granule q of row r at q ^ ((r & 1) << 2), so a warp's reads (rows g = 0, 1 and granules
  * 4c..4c+3 per 8-lane phase) fall in the two different halves of a 128-byte line. */
-template <int NT, int U>
-static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 ? G08_MIN_BLOCKS : G08_MIN_BLOCKS - 1) gemv08_kernel(tinfer_gemm_bf16_args a, int pdl, int early) {
+/* The fused RMSNorm prologue's input (tinfer_gemm_bf16_rmsnorm): X row m is
+ * bf16(x[m] * rs_m * w), rs_m = 1 / sqrt(mean(x[m]^2) + eps). */
+struct g08_norm {
+    const float *x; /* F32 [M, ldx], 16-byte aligned rows */
+    int64_t ldx;
+    const uint16_t *w; /* BF16 [K], 16-byte aligned */
+    float eps;
+};
+
+/* Two normalised elements as one word of two BF16: ops/cuda/elementwise.cu's RMSNorm rounding
+ * (the product x * rs rounded, times w, rounded to BF16). */
+static __device__ __forceinline__ uint32_t g08_norm2(float x0, float x1, uint32_t w2, float rs) {
+    return (uint32_t)tinfer_f2bf16(__fmul_rn(x0, rs) * tinfer_bf16_lo(w2)) |
+           ((uint32_t)tinfer_f2bf16(__fmul_rn(x1, rs) * tinfer_bf16_hi(w2)) << 16);
+}
+
+template <int NT, int U, bool NORM>
+static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 ? G08_MIN_BLOCKS : G08_MIN_BLOCKS - 1) gemv08_kernel(tinfer_gemm_bf16_args a, int pdl, int early, g08_norm nm) {
     constexpr bool XS = NT > 1;
     /* two reduction buffers, each [warp][token][row], rows padded to G08_RED_LD: a warp's stores
      * of one accumulator (rows g, tokens 2t + c) then hit 32 different banks (2t * 20 + g = 8t + g
@@ -127,6 +143,33 @@ static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 ? G08_MIN_BLOCKS 
             g08_xs[r * xq + (q ^ ((r & 1) << 2))] = tok < a.M && q * 8 < a.K ? __ldg((const uint4 *)(a.X + tok * a.ldx + q * 8)) : z;
         }
         __syncthreads();
+    } else if (NORM) { /* NT = 1: warp w sums the squares of token row m0 + w (8 warps, 8 rows) */
+        __shared__ float rs_sh[G08_WARPS];
+        const int64_t mr = m0 + warp;
+        float ss = 0.f;
+        if (mr < a.M)
+            for (int64_t q = lane; q < a.K / 4; q += 32) {
+                const float4 v = *(const float4 *)(nm.x + mr * nm.ldx + 4 * q);
+                ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+            }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        if (lane == 0) rs_sh[warp] = 1.0f / sqrtf(ss / (float)a.K + nm.eps);
+        __syncthreads();
+        const bool x0 = m0 + g < a.M;
+        const float rs = rs_sh[g];
+        const float *px0 = nm.x + (x0 ? m0 + g : 0) * nm.ldx + k0;
+#pragma unroll
+        for (int i = 0; i < U; i++) {
+            if ((kok >> i & 1) && x0) {
+                const float4 v0 = *(const float4 *)(px0 + 32 * i), v1 = *(const float4 *)(px0 + 32 * i + 4);
+                const uint4 w = __ldg((const uint4 *)(nm.w + k0 + 32 * i));
+                xb[i][0] = make_uint4(g08_norm2(v0.x, v0.y, w.x, rs), g08_norm2(v0.z, v0.w, w.y, rs),
+                                      g08_norm2(v1.x, v1.y, w.z, rs), g08_norm2(v1.z, v1.w, w.w, rs));
+            } else {
+                xb[i][0] = z;
+            }
+        }
     } else {
         const bool x0 = m0 + g < a.M;
         const uint16_t *px0 = a.X + (x0 ? m0 + g : 0) * a.ldx + k0;
@@ -195,8 +238,9 @@ static __global__ void __launch_bounds__(G08_WARPS * 32, U < 4 ? G08_MIN_BLOCKS 
     if (pdl >= 2) tdec::pdl_launch_dependents();
 }
 
-template <int NT, int U>
-static tinfer_status gemv08_launch(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+template <int NT, int U, bool NORM>
+static tinfer_status gemv08_launch(const tinfer_gemm_bf16_args *a, const g08_norm &nm, cudaStream_t s,
+                                   tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     /* resident blocks per SM of this instantiation on occ_dev with occ_smem bytes of staged X */
     static int occ_dev = -1, occ = 0, attr_dev = -1;
@@ -209,12 +253,12 @@ static tinfer_status gemv08_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
     if (passes > 65535)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 08: M=%lld too large", (long long)a->M);
     if (NT > 1 && attr_dev != d.device) { /* the largest staged X (K = 1024) may pass 48 KB with the static buffer */
-        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv08_kernel<NT, U>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        TINFER_CUDA_TRY(err, cudaFuncSetAttribute(gemv08_kernel<NT, U, NORM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   (int)((size_t)(8 * NT) * (G08_WARPS * G08_UMAX * 32) * 2)));
         attr_dev = d.device;
     }
     if (occ_dev != d.device || occ_smem != smem) {
-        TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gemv08_kernel<NT, U>, G08_WARPS * 32, smem));
+        TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gemv08_kernel<NT, U, NORM>, G08_WARPS * 32, smem));
         occ_dev = d.device;
         occ_smem = smem;
     }
@@ -238,25 +282,44 @@ static tinfer_status gemv08_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
         attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attr[0].val.programmaticStreamSerializationAllowed = 1;
         cfg.numAttrs = pdl ? 1 : 0;
-        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv08_kernel<NT, U>, *a, pdl, early ? 1 : 0));
+        TINFER_CUDA_TRY(err, cudaLaunchKernelEx(&cfg, gemv08_kernel<NT, U, NORM>, *a, pdl, early ? 1 : 0, nm));
         TINFER_CUDA_LAUNCH_CHECK(err, "gemv08_kernel");
     }
 cleanup:
     return status;
 }
 
-template <int NT>
-static tinfer_status gemv08_pick_u(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+template <int NT, bool NORM>
+static tinfer_status gemv08_pick_u(const tinfer_gemm_bf16_args *a, const g08_norm &nm, cudaStream_t s,
+                                   tinfer_err *err) {
     const int64_t per = ((a->K + 31) / 32 + G08_WARPS - 1) / G08_WARPS;
     switch (per) {
-    case 1: return gemv08_launch<NT, 1>(a, s, err);
-    case 2: return gemv08_launch<NT, 2>(a, s, err);
-    case 3: return gemv08_launch<NT, 3>(a, s, err);
-    default: return gemv08_launch<NT, 4>(a, s, err);
+    case 1: return gemv08_launch<NT, 1, NORM>(a, nm, s, err);
+    case 2: return gemv08_launch<NT, 2, NORM>(a, nm, s, err);
+    case 3: return gemv08_launch<NT, 3, NORM>(a, nm, s, err);
+    default: return gemv08_launch<NT, 4, NORM>(a, nm, s, err);
     }
 }
 
 tinfer_status tinfer_gemv_bf16_stream(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {
+    const g08_norm none = {nullptr, 0, nullptr, 0.f};
     if (a->K > (int64_t)G08_WARPS * G08_UMAX * 32) return tinfer_gemv_bf16_split_k(a, s, err);
-    return a->M <= 8 ? gemv08_pick_u<1>(a, s, err) : gemv08_pick_u<2>(a, s, err);
+    return a->M <= 8 ? gemv08_pick_u<1, false>(a, none, s, err) : gemv08_pick_u<2, false>(a, none, s, err);
+}
+
+int tinfer_gemv_bf16_stream_norm_ok(const tinfer_gemm_bf16_args *a) {
+    return a->M >= 1 && a->M <= 8 && a->K <= (int64_t)G08_WARPS * G08_UMAX * 32 && a->K % 8 == 0;
+}
+
+tinfer_status tinfer_gemv_bf16_stream_norm(const tinfer_gemm_bf16_args *a, const float *x, int64_t ldx,
+                                           const uint16_t *norm_w, float eps, cudaStream_t s,
+                                           tinfer_err *err) {
+    if (!tinfer_gemv_bf16_stream_norm_ok(a))
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16_rmsnorm: M=%lld K=%lld outside rung 08's fused norm (M <= 8, K <= 1024, K %% 8 == 0)",
+                              (long long)a->M, (long long)a->K);
+    if (!x || !norm_w || ldx < a->K || ldx % 4 != 0 || ((uintptr_t)x & 15u) != 0 || ((uintptr_t)norm_w & 15u) != 0 || !(eps >= 0.f))
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16_rmsnorm: x / norm_w NULL or not 16-byte aligned, ldx %lld < K or not a multiple of 4, or eps < 0",
+                              (long long)ldx);
+    const g08_norm nm = {x, ldx, norm_w, eps};
+    return gemv08_pick_u<1, true>(a, nm, s, err);
 }

@@ -27,8 +27,14 @@ tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStre
                                         tinfer_err *err);
 tinfer_status tinfer_gemv_bf16_cluster(const tinfer_gemm_bf16_args *a, cudaStream_t s,
                                        tinfer_err *err);
-/* Rung 08 (08_stream.cu); runs rung 04 for SwiGLU and for K > 1024. */
+/* Rung 08 (08_stream.cu); runs rung 04 for K > 1024. */
 tinfer_status tinfer_gemv_bf16_stream(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err);
+/* Rung 08 with the fused RMSNorm prologue (tinfer_gemm_bf16_rmsnorm; a->X is not read), and
+ * whether it takes these arguments' shape (M <= 8, K <= 1024). */
+int tinfer_gemv_bf16_stream_norm_ok(const tinfer_gemm_bf16_args *a);
+tinfer_status tinfer_gemv_bf16_stream_norm(const tinfer_gemm_bf16_args *a, const float *x, int64_t ldx,
+                                           const uint16_t *norm_w, float eps, cudaStream_t s,
+                                           tinfer_err *err);
 
 /* The PDL mode (knob gemv_pdl, --gemv-pdl) every PDL-capable GEMV launcher uses (05_cp_async.cu):
  * 0 plain launches, 1 launch_dependents at the start, 2 (default) after the main loop, 3 never

@@ -160,6 +160,7 @@ int main(int argc, char **argv) {
         if (quick && c.K > 1536) continue;
         run_case(c, gemv_all, n_gemv, s);
     }
+    test_rmsnorm_fused(s, quick);
     /* rung 07 past 16 tokens per pass (up to 64, SwiGLU 32) and its launch configurations:
      * resident X (short K) and staged X (long K), ragged N and K, several passes, every epilogue;
      * more 16-column tiles than resident blocks, so a block walks several tiles */

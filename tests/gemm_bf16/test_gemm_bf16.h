@@ -70,7 +70,11 @@ extern const char *g_only; /* runner name filter (argv[2]) */
 extern uint64_t g_rng;      /* the inputs' random state (its start value is the printed seed) */
 
 /* test_gemm_bf16_case.cu */
+uint32_t rnd_u32(void);          /* from g_rng */
+uint16_t rnd_bf16(float scale);  /* uniform in [-scale, scale), rounded to BF16 */
 void run_case(const test_case &c, const runner *runners, int nrun, cudaStream_t s);
+/* test_gemm_bf16_norm.cu: tinfer_gemm_bf16_rmsnorm (RMSNorm fused into rung 08) */
+void test_rmsnorm_fused(cudaStream_t s, bool quick);
 void self_test_compare(void);
 void bad_args(bool sm90);
 /* test_gemm_bf16_host.cu */

@@ -10,13 +10,13 @@ int g_fail = 0, g_cases = 0;
 const char *g_only = NULL; /* runner name filter (argv[2]) */
 uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 
-static uint32_t rnd_u32(void) {
+uint32_t rnd_u32(void) {
     g_rng ^= g_rng << 13;
     g_rng ^= g_rng >> 7;
     g_rng ^= g_rng << 17;
     return (uint32_t)(g_rng >> 16);
 }
-static uint16_t rnd_bf16(float scale) {
+uint16_t rnd_bf16(float scale) {
     const float f = ((float)(rnd_u32() & 0xffffff) / 16777216.0f * 2.0f - 1.0f) * scale;
     return tinfer_f32_to_bf16(f);
 }

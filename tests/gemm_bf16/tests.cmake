@@ -4,7 +4,8 @@
 if(TINFER_HAVE_CUDA)
   add_executable(test-gemm-bf16 ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16.cu
                  ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16_case.cu
-                 ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16_host.cu ${TINFER_BASE_SRC})
+                 ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16_host.cu
+                 ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16_norm.cu ${TINFER_BASE_SRC})
   target_include_directories(test-gemm-bf16 PRIVATE ${TINFER_INCLUDE_DIRS})
   target_link_libraries(test-gemm-bf16 PRIVATE tinfer_ladder tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
   add_test(NAME gemm_bf16 COMMAND test-gemm-bf16)
