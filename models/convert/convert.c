@@ -1,9 +1,11 @@
 /*
  * convert.c — tinfer-convert: GGUF (Llama family, byte-level BPE) -> HF model directory.
  *
- *   tinfer-convert [--dtype bf16|f32] [--force] INPUT.gguf OUTDIR
+ *   tinfer-convert [--dtype bf16|f32] [--weights float|q8_0] [--lm-head q8_0|float] [--force]
+ *                  INPUT.gguf OUTDIR
  *
- * Writes config.json, generation_config.json, model.safetensors, tokenizer.json and
+ * --weights q8_0 writes the projection matrices (and, unless --lm-head float, the LM head) as
+ * Q8_0 (base/q8_0.h; the other tensors in --dtype). Writes config.json, generation_config.json, model.safetensors, tokenizer.json and
  * tokenizer_config.json. Atomicity: everything is written into OUTDIR.tmp (a sibling), which is
  * renamed to OUTDIR only once complete, so an interrupted run never leaves a directory that looks
  * like a finished model. With --force an existing OUTDIR is first renamed to OUTDIR.old and
@@ -59,12 +61,18 @@ static int mkdir_p(const char *path) {
 }
 
 static void usage(FILE *o) {
-    fprintf(o, "usage: tinfer-convert [--dtype bf16|f32] [--force] INPUT.gguf OUTDIR\n"
-               "       tinfer-convert --version\n");
+    fprintf(o, "usage: tinfer-convert [--dtype bf16|f32] [--weights float|q8_0] "
+               "[--lm-head q8_0|float] [--force] INPUT.gguf OUTDIR\n"
+               "       tinfer-convert --version\n"
+               "  --dtype    the floating-point tensors: bf16 (default) or f32\n"
+               "  --weights  float (default): every tensor in --dtype; q8_0: the projection\n"
+               "             matrices as Q8_0 (Q8_0 GGUF blocks copied, other types quantized)\n"
+               "  --lm-head  with --weights q8_0: q8_0 (default; a tied head becomes its own\n"
+               "             tensor) or float\n");
 }
 
 int main(int argc, char **argv) {
-    bool f32 = false, force = false;
+    bool f32 = false, force = false, q8 = false, q8_head = true;
     const char *in = NULL, *outarg = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -81,6 +89,16 @@ int main(int argc, char **argv) {
             if (!strcmp(argv[i], "f32")) f32 = true;
             else if (!strcmp(argv[i], "bf16")) f32 = false;
             else return fail("--dtype must be bf16 or f32");
+        } else if (!strcmp(a, "--weights")) {
+            if (++i >= argc) return fail("--weights needs a value (float or q8_0)");
+            if (!strcmp(argv[i], "q8_0")) q8 = true;
+            else if (!strcmp(argv[i], "float")) q8 = false;
+            else return fail("--weights must be float or q8_0");
+        } else if (!strcmp(a, "--lm-head")) {
+            if (++i >= argc) return fail("--lm-head needs a value (q8_0 or float)");
+            if (!strcmp(argv[i], "q8_0")) q8_head = true;
+            else if (!strcmp(argv[i], "float")) q8_head = false;
+            else return fail("--lm-head must be q8_0 or float");
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "error: unknown option '%s'\n", a);
             usage(stderr);
@@ -133,9 +151,10 @@ int main(int argc, char **argv) {
     }
     char stpath[4200];
     snprintf(stpath, sizeof stpath, "%s/model.safetensors", tmp);
-    st = conv_write_config(f, &hp, f32, tmp, &err);
+    const conv_opts opts = {f32, q8, q8 && q8_head};
+    st = conv_write_config(f, &hp, &opts, tmp, &err);
     if (!st) st = conv_write_tokenizer(f, &hp, tmp, &err);
-    if (!st) st = conv_write_safetensors(f, &hp, f32, stpath, &err);
+    if (!st) st = conv_write_safetensors(f, &hp, &opts, stpath, &err);
     gguf_close(f);
     if (st) {
         remove_flat_dir(tmp);
@@ -157,7 +176,8 @@ int main(int argc, char **argv) {
     }
     if (exists(old) && remove_flat_dir(old) != 0)
         fprintf(stderr, "warning: could not remove %s: %s\n", old, strerror(errno));
-    fprintf(stderr, "tinfer-convert: wrote %s (%lld layers, vocab %lld, %s)\n", out,
-            (long long)hp.n_layer, (long long)hp.n_vocab, f32 ? "f32" : "bf16");
+    fprintf(stderr, "tinfer-convert: wrote %s (%lld layers, vocab %lld, %s%s)\n", out,
+            (long long)hp.n_layer, (long long)hp.n_vocab, f32 ? "f32" : "bf16",
+            q8 ? (q8_head ? ", q8_0 matrices and lm_head" : ", q8_0 matrices") : "");
     return 0;
 }

@@ -14,7 +14,7 @@
 #include "gguf.h"
 
 /* Bump when the converter's output changes: scripts/get-model.sh re-converts on a mismatch. */
-#define TINFER_CONVERT_VERSION 1
+#define TINFER_CONVERT_VERSION 2
 
 typedef struct conv_hparams {
     int64_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_ctx, n_vocab;
@@ -30,10 +30,18 @@ tinfer_status conv_read_hparams(const gguf_file *f, conv_hparams *hp, tinfer_err
 bool conv_hf_name(const char *gguf_name, const conv_hparams *hp, char *out, size_t cap,
                   int64_t *qk_heads);
 
-tinfer_status conv_write_config(const gguf_file *f, const conv_hparams *hp, bool f32,
+/* What to write: the float dtype of the tensors kept unquantized (f32, else BF16); q8: the
+ * projection matrices (rows a multiple of 32) as Q8_0 (base/q8_0.h; Q8_0 GGUF blocks copied as
+ * they are, other types dequantized and quantized); q8_lm_head: the LM head too (a tied head
+ * is then written as its own lm_head.weight and the config unties it). */
+typedef struct conv_opts {
+    bool f32, q8, q8_lm_head;
+} conv_opts;
+
+tinfer_status conv_write_config(const gguf_file *f, const conv_hparams *hp, const conv_opts *o,
                                 const char *dir, tinfer_err *err);
-tinfer_status conv_write_safetensors(const gguf_file *f, const conv_hparams *hp, bool f32,
-                                     const char *path, tinfer_err *err);
+tinfer_status conv_write_safetensors(const gguf_file *f, const conv_hparams *hp,
+                                     const conv_opts *o, const char *path, tinfer_err *err);
 tinfer_status conv_write_tokenizer(const gguf_file *f, const conv_hparams *hp, const char *dir,
                                    tinfer_err *err);
 

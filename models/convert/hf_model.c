@@ -4,8 +4,11 @@
  *
  * safetensors layout (huggingface/safetensors README): u64 little-endian header length N, N bytes
  * of JSON {"__metadata__":{...}, name:{"dtype","shape","data_offsets":[begin,end]}}, then the
- * data. We sort tensors by name, lay them out back to back with no gaps, and pad the header with
- * spaces to a multiple of 8 so every tensor starts 8-byte aligned.
+ * data. Tensors lie back to back (the format allows no gaps); the header is padded with spaces
+ * so the data starts 64-byte aligned in the file, and the tensors whose size is a multiple of 64
+ * bytes come first (by name), so each of them starts 64-byte aligned; the others follow by
+ * element size, largest first, then name, so every tensor is at least aligned to its element.
+ * Q8_0 (--weights q8_0): X.weight I8 [N, K] and X.weight_scale F16 [N, K / 32] (base/q8_0.h).
  *
  * Shapes: GGUF ne[0] is the contiguous axis, so a GGUF [ne0, ne1] matrix is HF [ne1, ne0] with
  * the same row-major bytes. Tensors are streamed one row at a time (dequantize -> optional Q/K
@@ -24,6 +27,7 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "base/q8_0.h"
 #include "quant.h"
 
 static tinfer_status get_i64(const gguf_file *f, const char *key, int64_t lo, int64_t hi,
@@ -206,8 +210,9 @@ static void add_id(cJSON *o, const char *key, int64_t id) {
     else cJSON_AddNullToObject(o, key);
 }
 
-tinfer_status conv_write_config(const gguf_file *f, const conv_hparams *hp, bool f32,
+tinfer_status conv_write_config(const gguf_file *f, const conv_hparams *hp, const conv_opts *o,
                                 const char *dir, tinfer_err *err) {
+    const bool f32 = o->f32;
     cJSON *c = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
     cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
@@ -223,7 +228,7 @@ tinfer_status conv_write_config(const gguf_file *f, const conv_hparams *hp, bool
     cJSON_AddNumberToObject(c, "rope_theta", conv_f32_shortest(hp->rope_theta));
     cJSON_AddNullToObject(c, "rope_scaling");
     cJSON_AddNumberToObject(c, "vocab_size", (double)hp->n_vocab);
-    cJSON_AddBoolToObject(c, "tie_word_embeddings", hp->tied);
+    cJSON_AddBoolToObject(c, "tie_word_embeddings", hp->tied && !(o->q8 && o->q8_lm_head));
     cJSON_AddStringToObject(c, "hidden_act", "silu");
     cJSON_AddBoolToObject(c, "attention_bias", false);
     cJSON_AddBoolToObject(c, "mlp_bias", false);
@@ -232,6 +237,16 @@ tinfer_status conv_write_config(const gguf_file *f, const conv_hparams *hp, bool
     if (hp->pad_id >= 0) add_id(c, "pad_token_id", hp->pad_id);
     cJSON_AddStringToObject(c, "torch_dtype", f32 ? "float32" : "bfloat16");
     cJSON_AddBoolToObject(c, "use_cache", true);
+    if (o->q8) { /* the tensors' dtypes say which are Q8_0; the list names the rest */
+        cJSON *q = cJSON_AddObjectToObject(c, "quantization_config");
+        cJSON_AddStringToObject(q, "quant_method", "q8_0");
+        cJSON_AddNumberToObject(q, "group_size", 32);
+        cJSON *m = cJSON_AddArrayToObject(q, "modules_not_quantized");
+        const char *keep[] = {"model.embed_tokens", "input_layernorm", "post_attention_layernorm",
+                              "model.norm", "lm_head"};
+        for (int i = 0; i < (o->q8_lm_head ? 4 : 5); i++)
+            cJSON_AddItemToArray(m, cJSON_CreateString(keep[i]));
+    }
     tinfer_status st = write_json(dir, "config.json", c, err);
     cJSON_Delete(c);
     if (st) return st;
@@ -262,12 +277,32 @@ tinfer_status conv_write_config(const gguf_file *f, const conv_hparams *hp, bool
     return st;
 }
 
+typedef enum { ENT_PLAIN, ENT_Q8_VALUES, ENT_Q8_SCALES } ent_kind;
+
 typedef struct st_entry {
-    char name[128];
+    char name[140];
     const gguf_tensor *t;
     int64_t qk_heads;
+    ent_kind kind;
     size_t begin, end;
 } st_entry;
+
+/* Output element size of an entry. */
+static size_t ent_esize(const st_entry *e, bool f32) {
+    return e->kind == ENT_Q8_VALUES ? 1 : e->kind == ENT_Q8_SCALES ? 2 : f32 ? 4 : 2;
+}
+
+/* Sizes that are multiples of 64 first (each stays 64-byte aligned), then by element size,
+ * largest first (each stays aligned to its element), then by name. */
+static bool g_cmp_f32;
+static int cmp_layout(const void *a, const void *b) {
+    const st_entry *x = a, *y = b;
+    bool ax = (x->end - x->begin) % 64 == 0, ay = (y->end - y->begin) % 64 == 0;
+    if (ax != ay) return ax ? -1 : 1;
+    size_t ex = ent_esize(x, g_cmp_f32), ey = ent_esize(y, g_cmp_f32);
+    if (ex != ey) return ex > ey ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
 
 static int cmp_entry(const void *a, const void *b) {
     return strcmp(((const st_entry *)a)->name, ((const st_entry *)b)->name);
@@ -334,18 +369,46 @@ static tinfer_status check_shape(const gguf_file *f, const conv_hparams *hp, con
     return TINFER_OK;
 }
 
-tinfer_status conv_write_safetensors(const gguf_file *f, const conv_hparams *hp, bool f32,
-                                     const char *path, tinfer_err *err) {
+/* One row of a tensor as Q8_0: the GGUF's own blocks when it is Q8_0, else dequantized (every
+ * value finite) and quantized. row: scratch of ne0 floats. */
+static tinfer_status q8_row(const gguf_file *f, const gguf_tensor *t, int64_t src, int8_t *q,
+                            uint16_t *d, float *row, tinfer_err *err) {
+    int64_t be, nb = t->ne[0] / 32;
+    size_t bb;
+    gguf_type_info(t->type, &be, &bb, NULL);
+    const uint8_t *p = t->data + (size_t)src * (size_t)(t->ne[0] / be) * bb;
+    if (t->type == GGML_T_Q8_0) {
+        for (int64_t b = 0; b < nb; b++) {
+            memcpy(&d[b], p + 34 * b, 2);
+            memcpy(q + 32 * b, p + 34 * b + 2, 32);
+        }
+        return TINFER_OK;
+    }
+    quant_dequantize(t->type, p, t->ne[0], row);
+    for (int64_t b = 0; b < nb; b++)
+        if (!tinfer_q8_0_quantize_block(row + 32 * b, q + 32 * b, &d[b]))
+            return tinfer_err_set(err, TINFER_ERR_FORMAT,
+                                  "%s: tensor '%s': row %lld block %lld cannot be Q8_0 (a value "
+                                  "is not finite or its scale exceeds F16)",
+                                  f->path, t->name, (long long)src, (long long)b);
+    return TINFER_OK;
+}
+
+tinfer_status conv_write_safetensors(const gguf_file *f, const conv_hparams *hp,
+                                     const conv_opts *o, const char *path, tinfer_err *err) {
     tinfer_status st = TINFER_OK;
-    st_entry *ents = calloc(f->n_tensors ? f->n_tensors : 1, sizeof *ents);
+    const bool f32 = o->f32;
+    /* each tensor at most 2 entries, plus a Q8_0 copy of a tied head */
+    size_t cap_e = 2 * (size_t)f->n_tensors + 2;
+    st_entry *ents = calloc(cap_e, sizeof *ents);
     char *hdr = NULL;
     float *row = NULL;
     void *orow = NULL;
     FILE *fp = NULL;
     if (!ents) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    size_t esize = f32 ? 4 : 2, off = 0, max_row = 1;
+    size_t max_row = 1, ne = 0;
     for (uint64_t i = 0; i < f->n_tensors; i++) {
-        st_entry *e = &ents[i];
+        st_entry *e = &ents[ne];
         e->t = &f->tensors[i];
         if (!conv_hf_name(e->t->name, hp, e->name, sizeof e->name, &e->qk_heads)) {
             st = tinfer_err_set(err, TINFER_ERR_UNSUPPORTED,
@@ -358,22 +421,47 @@ tinfer_status conv_write_safetensors(const gguf_file *f, const conv_hparams *hp,
                                 f->path, e->t->name);
             goto done;
         }
-        size_t nb = (size_t)e->t->ne[0] * (size_t)e->t->ne[1] * esize; /* bounded by hparams */
-        e->begin = off;
-        off += nb;
-        e->end = off;
         if ((size_t)e->t->ne[0] > max_row) max_row = (size_t)e->t->ne[0];
+        bool is_head = !strcmp(e->name, "lm_head.weight"), is_embd = strstr(e->name, "embed_tokens");
+        bool q8 = o->q8 && e->t->n_dims == 2 && e->t->ne[0] % 32 == 0 && !is_embd &&
+                  (!is_head || o->q8_lm_head);
+        ne++;
+        if (q8) {
+            e->kind = ENT_Q8_VALUES;
+            ents[ne] = *e;
+            ents[ne].kind = ENT_Q8_SCALES;
+            size_t nl = strlen(e->name); /* HF names are < 64 bytes (conv_hf_name) */
+            memcpy(ents[ne].name + nl, "_scale", 7);
+            ne++;
+        }
+        if (is_embd && hp->tied && o->q8 && o->q8_lm_head && e->t->ne[0] % 32 == 0) {
+            for (int k = 0; k < 2; k++) { /* the tied head as its own Q8_0 tensor */
+                ents[ne] = *e;
+                ents[ne].kind = k ? ENT_Q8_SCALES : ENT_Q8_VALUES;
+                snprintf(ents[ne].name, sizeof ents[ne].name, "%s", k ? "lm_head.weight_scale"
+                                                                      : "lm_head.weight");
+                ne++;
+            }
+        }
     }
-    qsort(ents, f->n_tensors, sizeof *ents, cmp_entry);
-    for (uint64_t i = 1; i < f->n_tensors; i++)
+    for (size_t i = 0; i < ne; i++) {
+        const gguf_tensor *t = ents[i].t;
+        size_t n = (size_t)t->ne[0] * (size_t)(t->n_dims == 1 ? 1 : t->ne[1]);
+        if (ents[i].kind == ENT_Q8_SCALES) n /= 32;
+        ents[i].begin = 0;
+        ents[i].end = n * ent_esize(&ents[i], f32); /* bounded by hparams */
+    }
+    qsort(ents, ne, sizeof *ents, cmp_entry);
+    for (size_t i = 1; i < ne; i++)
         if (strcmp(ents[i - 1].name, ents[i].name) == 0) {
             st = tinfer_err_set(err, TINFER_ERR_FORMAT, "%s: two tensors map to '%s'", f->path,
                                 ents[i].name);
             goto done;
         }
-    /* offsets were assigned in file order; reassign in sorted order */
-    off = 0;
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
+    g_cmp_f32 = f32;
+    qsort(ents, ne, sizeof *ents, cmp_layout);
+    size_t off = 0;
+    for (size_t i = 0; i < ne; i++) {
         size_t nb = ents[i].end - ents[i].begin;
         ents[i].begin = off;
         off += nb;
@@ -383,19 +471,21 @@ tinfer_status conv_write_safetensors(const gguf_file *f, const conv_hparams *hp,
     size_t len = 0, cap = 1 << 16;
     hdr = malloc(cap);
     bool ok = hdr && buf_printf(&hdr, &len, &cap, "{\"__metadata__\":{\"format\":\"pt\"}");
-    for (uint64_t i = 0; ok && i < f->n_tensors; i++) {
+    for (size_t i = 0; ok && i < ne; i++) {
         const st_entry *e = &ents[i];
-        ok = buf_printf(&hdr, &len, &cap, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", e->name,
-                        f32 ? "F32" : "BF16");
+        const char *dt = e->kind == ENT_Q8_VALUES ? "I8" : e->kind == ENT_Q8_SCALES ? "F16"
+                         : f32                     ? "F32"
+                                                   : "BF16";
+        ok = buf_printf(&hdr, &len, &cap, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", e->name, dt);
         if (ok && e->t->n_dims == 1) ok = buf_printf(&hdr, &len, &cap, "%lld", (long long)e->t->ne[0]);
         else if (ok)
             ok = buf_printf(&hdr, &len, &cap, "%lld,%lld", (long long)e->t->ne[1],
-                            (long long)e->t->ne[0]);
+                            (long long)(e->kind == ENT_Q8_SCALES ? e->t->ne[0] / 32 : e->t->ne[0]));
         if (ok)
             ok = buf_printf(&hdr, &len, &cap, "],\"data_offsets\":[%zu,%zu]}", e->begin, e->end);
     }
     if (ok) ok = buf_printf(&hdr, &len, &cap, "}");
-    while (ok && len % 8 != 0) ok = buf_printf(&hdr, &len, &cap, " ");
+    while (ok && (8 + len) % 64 != 0) ok = buf_printf(&hdr, &len, &cap, " ");
     if (!ok) {
         st = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
         goto done;
@@ -409,13 +499,13 @@ tinfer_status conv_write_safetensors(const gguf_file *f, const conv_hparams *hp,
     setvbuf(fp, NULL, _IOFBF, 1 << 22);
     uint64_t hlen = len; /* little-endian host asserted in gguf.c */
     row = malloc(max_row * sizeof *row);
-    orow = malloc(max_row * esize);
+    orow = malloc(max_row * 4 + max_row / 32 * 2 + 64); /* F32 row, or Q8_0 values + scales */
     if (!row || !orow) {
         st = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
         goto done;
     }
     ok = fwrite(&hlen, 8, 1, fp) == 1 && fwrite(hdr, 1, len, fp) == len;
-    for (uint64_t i = 0; ok && i < f->n_tensors; i++) {
+    for (size_t i = 0; ok && i < ne; i++) {
         const st_entry *e = &ents[i];
         const gguf_tensor *t = e->t;
         int64_t be;
@@ -425,6 +515,15 @@ tinfer_status conv_write_safetensors(const gguf_file *f, const conv_hparams *hp,
         int64_t rows = t->n_dims == 1 ? 1 : t->ne[1];
         for (int64_t r = 0; ok && r < rows; r++) {
             int64_t src = e->qk_heads ? quant_qk_src_row(r, hp->head_dim) : r;
+            if (e->kind != ENT_PLAIN) {
+                int8_t *q = orow;
+                uint16_t *d = (uint16_t *)(void *)((char *)orow + max_row + 32);
+                if ((st = q8_row(f, t, src, q, d, row, err))) goto done;
+                ok = e->kind == ENT_Q8_VALUES
+                         ? fwrite(q, 1, (size_t)t->ne[0], fp) == (size_t)t->ne[0]
+                         : fwrite(d, 2, (size_t)t->ne[0] / 32, fp) == (size_t)t->ne[0] / 32;
+                continue;
+            }
             quant_dequantize(t->type, t->data + (size_t)src * row_bytes, t->ne[0], row);
             for (int64_t k = 0; k < t->ne[0]; k++) {
                 if (!isfinite(row[k])) {
@@ -434,11 +533,12 @@ tinfer_status conv_write_safetensors(const gguf_file *f, const conv_hparams *hp,
                     goto done;
                 }
             }
+            size_t esize = f32 ? 4 : 2;
             if (f32) {
                 memcpy(orow, row, (size_t)t->ne[0] * 4);
             } else {
-                uint16_t *o = orow;
-                for (int64_t k = 0; k < t->ne[0]; k++) o[k] = tinfer_f32_to_bf16(row[k]);
+                uint16_t *ob = orow;
+                for (int64_t k = 0; k < t->ne[0]; k++) ob[k] = tinfer_f32_to_bf16(row[k]);
             }
             ok = fwrite(orow, esize, (size_t)t->ne[0], fp) == (size_t)t->ne[0];
         }

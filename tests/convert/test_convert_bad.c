@@ -264,9 +264,9 @@ static void mutate(const char *dir) {
         snprintf(stp, sizeof stp, "%s/model.safetensors", out);
         tinfer_status st = gguf_open_mem(m.p, m.n, in, &f, &err);
         if (!st) st = conv_read_hparams(f, &hp, &err);
-        if (!st) st = conv_write_config(f, &hp, false, out, &err);
+        if (!st) st = conv_write_config(f, &hp, &(conv_opts){0}, out, &err);
         if (!st) st = conv_write_tokenizer(f, &hp, out, &err);
-        if (!st) st = conv_write_safetensors(f, &hp, false, stp, &err);
+        if (!st) st = conv_write_safetensors(f, &hp, &(conv_opts){0}, stp, &err);
         gguf_close(f);
         free(m.p);
         if (st == TINFER_OK) {
