@@ -156,8 +156,15 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
     if (m->rw)
         m->n_params = tinfer_random_weights_count(m->rw);
     else
-        for (int64_t i = 0; i < tinfer_st_count(m->st); i++)
-            m->n_params += tinfer_st_at(m->st, i)->n_elems;
+        for (int64_t i = 0; i < tinfer_st_count(m->st); i++) {
+            /* a Q8_0 matrix's F16 block scales (X.weight_scale) are not parameters */
+            const tinfer_tensor_view *t = tinfer_st_at(m->st, i);
+            const size_t len = strlen(t->name);
+            if (t->dtype == TINFER_DTYPE_F16 && len > 13 &&
+                !strcmp(t->name + len - 13, ".weight_scale"))
+                continue;
+            m->n_params += t->n_elems;
+        }
     snprintf(m->desc, sizeof m->desc, "%s %d layers, hidden %d, %d/%d heads, %s, %s",
              !strncmp(m->cfg.architecture, "Qwen2", 5)     ? "qwen2"
              : !strncmp(m->cfg.architecture, "Mistral", 7) ? "mistral"
