@@ -75,10 +75,12 @@ static int64_t cpu_weight_bytes(const void *state) {
     return bytes;
 }
 
-/* gemm/cpu takes its GEMV for one row (W streamed once), the packed GEMM above */
+/* gemm/cpu takes its GEMV for one row (W streamed once), the packed or AMX GEMM above; the
+ * kernel names the path each takes (on AMX machines: "cpu avx512vnni gemv", "cpu amx gemm") */
 static void cpu_route_desc(const void *state, int32_t n_tokens, char *buf, size_t cap) {
     (void)state;
-    snprintf(buf, cap, "cpu %s %s", tinfer_gemm_cpu_isa(), n_tokens == 1 ? "gemv" : "gemm");
+    snprintf(buf, cap, "cpu %s %s", tinfer_gemm_cpu_kernel(n_tokens),
+             n_tokens == 1 ? "gemv" : "gemm");
 }
 
 static void cpu_ctx_free(void *cs) {

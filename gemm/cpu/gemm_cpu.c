@@ -2,13 +2,17 @@
  * gemm_cpu.c — the CPU GEMM driver Y[M,N] = X[M,K] · W[N,K]^T (+ bias) (+ Y), its run-time SIMD
  * dispatch, the portable C path, and the double-precision reference.
  *
- * Dispatch: __builtin_cpu_supports picks AVX-512 with VNNI (avx512f+bw+vl+vnni: the Q8_0 GEMV
- * on vpdpbusd), else AVX-512, else AVX2+FMA+F16C, else the portable path; the SIMD paths live in gemm_cpu_avx2.c / gemm_cpu_avx512.c, compiled with
- * target attributes so the library never needs SIMD at compile time.
+ * Dispatch: AMX (AMX-TILE + AMX-BF16 + AVX512-BF16 by CPUID and the Linux permission for the
+ * tile data, gemm_cpu_amx.c: M >= 2 on BF16 tiles, M == 1 on the VNNI GEMV), else
+ * __builtin_cpu_supports picks AVX-512 with VNNI (avx512f+bw+vl+vnni: the Q8_0 GEMV on
+ * vpdpbusd), else AVX-512, else AVX2+FMA+F16C, else the portable path; the SIMD paths live in
+ * gemm_cpu_avx2.c / gemm_cpu_avx512.c / gemm_cpu_amx.c, compiled with target attributes so the
+ * library never needs SIMD at compile time.
  * Blocking and threading (see gemm_cpu_internal.h for the packed layout):
  *   - M == 1: GEMV, W streamed once; each thread a contiguous range of rows of W, the tail
  *     balanced by stealing GEMV_CHUNK-row pieces (gemv_threaded).
- *   - M >= 2: OpenMP over chunks of a few N-panels; in a chunk, K-blocks outermost so the X block
+ *   - M >= 2 on a path with its own GEMM (AMX): that GEMM, same threading (gemm_cpu_amx.c).
+ *   - M >= 2 otherwise: OpenMP over chunks of a few N-panels; in a chunk, K-blocks outermost so the X block
  *     [M, kc] stays in cache across the chunk's panels, each (panel, K-block) of W packed once
  *     and the micro-kernel run over every row-block of X.
  *   Work items are handed out dynamically: on a shared machine a thread whose core is busy with
@@ -22,6 +26,7 @@
 #include "gemm/cpu/gemm_cpu_internal.h"
 
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Below this many multiply-adds the product runs single-threaded. One core runs the BF16 GEMV at
@@ -92,8 +97,9 @@ static void gemv_scalar(int64_t n0, int64_t n1, int64_t K, const float *x, const
 }
 
 const tinfer_gemm_path tinfer_gemm_path_scalar = {
-    "scalar", SCALAR_MR, SCALAR_NR, 256, tinfer_gemm_pack_generic, micro_scalar, gemv_scalar,
-    tinfer_gemm_quant_x_scalar, tinfer_gemm_gemv_q8_scalar,
+    .name = "scalar", .mr = SCALAR_MR, .nr = SCALAR_NR, .kc = 256,
+    .pack = tinfer_gemm_pack_generic, .micro = micro_scalar, .gemv = gemv_scalar,
+    .quant_x = tinfer_gemm_quant_x_scalar, .gemv_q8 = tinfer_gemm_gemv_q8_scalar,
 };
 
 /* ---------------- dispatch ---------------- */
@@ -117,8 +123,25 @@ static bool cpu_has_avx512vnni(void) {
     return cpu_has_avx512() && __builtin_cpu_supports("avx512vnni");
 }
 
+/* AMX needs the VNNI path's GEMV beside it and the kernel's permission (tinfer_gemm_amx_usable) */
+static bool cpu_has_amx(void) { return cpu_has_avx512vnni() && tinfer_gemm_amx_usable(); }
+
+/* TINFER_CPU_GEMM=f32, read once: never the AMX path (every other path computes in F32); the
+ * model tests that hold the CPU backend to F32 references set it. Anything else: ignored. */
+static bool env_f32_only(void) {
+    static int cached; /* 0 not read, 1 f32 only, -1 not set */
+    int c = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (!c) {
+        const char *s = getenv("TINFER_CPU_GEMM");
+        c = s && !strcmp(s, "f32") ? 1 : -1;
+        __atomic_store_n(&cached, c, __ATOMIC_RELAXED);
+    }
+    return c > 0;
+}
+
 static const tinfer_gemm_path *select_path(void) {
     if (g_forced_path) return g_forced_path;
+    if (!env_f32_only() && cpu_has_amx()) return &tinfer_gemm_path_amx;
     if (cpu_has_avx512vnni()) return &tinfer_gemm_path_avx512vnni;
     if (cpu_has_avx512()) return &tinfer_gemm_path_avx512;
     if (cpu_has_avx2()) return &tinfer_gemm_path_avx2;
@@ -126,6 +149,12 @@ static const tinfer_gemm_path *select_path(void) {
 }
 
 const char *tinfer_gemm_cpu_isa(void) { return select_path()->name; }
+
+const char *tinfer_gemm_cpu_kernel(int64_t M) {
+    const tinfer_gemm_path *p = select_path();
+    if (M == 1) return p->gemv_name ? p->gemv_name : p->name;
+    return p->name;
+}
 
 int tinfer_gemm_cpu_force_isa(const char *isa) {
     if (!isa || !isa[0]) {
@@ -144,6 +173,11 @@ int tinfer_gemm_cpu_force_isa(const char *isa) {
     if (!strcmp(isa, "avx512")) {
         if (!cpu_has_avx512()) return -1;
         g_forced_path = &tinfer_gemm_path_avx512;
+        return 0;
+    }
+    if (!strcmp(isa, "amx")) {
+        if (!cpu_has_amx()) return -1;
+        g_forced_path = &tinfer_gemm_path_amx;
         return 0;
     }
     if (!strcmp(isa, "avx512vnni")) {
@@ -256,6 +290,9 @@ void tinfer_gemm_cpu(int64_t M, int64_t N, int64_t K, const float *X, int64_t ld
             gemv_rows(&j, 0, N);
         return;
     }
+
+    if (p->gemm && p->gemm(M, N, K, X, ldx, W, S, w_dtype, ldw, bias, Y, ldy, accumulate, nthr))
+        return;
 
     int64_t panels = (N + p->nr - 1) / p->nr;
     if (nthr > panels) nthr = (int)panels;

@@ -341,6 +341,7 @@ static TGT void gemv_avx2(int64_t n0, int64_t n1, int64_t K, const float *x, con
 }
 
 const tinfer_gemm_path tinfer_gemm_path_avx2 = {
-    "avx2", MR, NR, KC, tinfer_gemm_pack_avx2, micro_avx2, gemv_avx2,
-    tinfer_gemm_quant_x_avx2, tinfer_gemm_gemv_q8_avx2,
+    .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .pack = tinfer_gemm_pack_avx2,
+    .micro = micro_avx2, .gemv = gemv_avx2, .quant_x = tinfer_gemm_quant_x_avx2,
+    .gemv_q8 = tinfer_gemm_gemv_q8_avx2,
 };

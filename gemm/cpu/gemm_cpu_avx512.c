@@ -190,11 +190,21 @@ static TGT void gemv_avx512(int64_t n0, int64_t n1, int64_t K, const float *x, c
 
 /* Without VNNI the Q8_0 GEMV is the AVX2 one (maddubs); with it, vpdpbusd on 64 bytes a step. */
 const tinfer_gemm_path tinfer_gemm_path_avx512 = {
-    "avx512", MR, NR, KC, tinfer_gemm_pack_avx2, micro_avx512, gemv_avx512,
-    tinfer_gemm_quant_x_avx512, tinfer_gemm_gemv_q8_avx2,
+    .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .pack = tinfer_gemm_pack_avx2,
+    .micro = micro_avx512, .gemv = gemv_avx512, .quant_x = tinfer_gemm_quant_x_avx512,
+    .gemv_q8 = tinfer_gemm_gemv_q8_avx2,
 };
 
 const tinfer_gemm_path tinfer_gemm_path_avx512vnni = {
-    "avx512vnni", MR, NR, KC, tinfer_gemm_pack_avx2, micro_avx512, gemv_avx512,
-    tinfer_gemm_quant_x_avx512, tinfer_gemm_gemv_q8_vnni,
+    .name = "avx512vnni", .mr = MR, .nr = NR, .kc = KC, .pack = tinfer_gemm_pack_avx2,
+    .micro = micro_avx512, .gemv = gemv_avx512, .quant_x = tinfer_gemm_quant_x_avx512,
+    .gemv_q8 = tinfer_gemm_gemv_q8_vnni,
+};
+
+/* The AMX path: M >= 2 on AMX tiles (gemm_cpu_amx.c), M == 1 on the VNNI path's GEMVs; the
+ * register-tile kernels above remain its fallback when the AMX GEMM declines a call. */
+const tinfer_gemm_path tinfer_gemm_path_amx = {
+    .name = "amx", .mr = MR, .nr = NR, .kc = KC, .pack = tinfer_gemm_pack_avx2,
+    .micro = micro_avx512, .gemv = gemv_avx512, .quant_x = tinfer_gemm_quant_x_avx512,
+    .gemv_q8 = tinfer_gemm_gemv_q8_vnni, .gemm = tinfer_gemm_amx, .gemv_name = "avx512vnni",
 };

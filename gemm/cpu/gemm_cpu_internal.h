@@ -47,12 +47,29 @@ typedef struct tinfer_gemm_path {
     void (*gemv_q8)(int64_t n0, int64_t n1, int64_t K, const int8_t *xq, const float *xd,
                     const int8_t *W, const uint16_t *S, const float *bias, float *y,
                     bool accumulate);
+    /* Optional: the whole product for M >= 2 on nthr threads (the AMX path, gemm_cpu_amx.c);
+     * false when it declined (no memory for its buffers, a dtype it lacks) and nothing was
+     * written, so the packed path above runs instead. NULL on the other paths. */
+    bool (*gemm)(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx, const void *W,
+                 const uint16_t *S, tinfer_dtype dt, int64_t ldw, const float *bias, float *Y,
+                 int64_t ldy, bool accumulate, int nthr);
+    /* The name of the M == 1 kernels when they are another path's (NULL: `name`). */
+    const char *gemv_name;
 } tinfer_gemm_path;
 
 extern const tinfer_gemm_path tinfer_gemm_path_scalar;
 extern const tinfer_gemm_path tinfer_gemm_path_avx2;
 extern const tinfer_gemm_path tinfer_gemm_path_avx512;
 extern const tinfer_gemm_path tinfer_gemm_path_avx512vnni;
+extern const tinfer_gemm_path tinfer_gemm_path_amx; /* AVX-512 VNNI + the AMX GEMM */
+
+/* The AMX GEMM (gemm_cpu_amx.c; the tinfer_gemm_path.gemm contract) and whether this CPU and
+ * kernel allow it: CPUID AMX-TILE + AMX-BF16 + AVX512-BF16 and the Linux permission for the
+ * tile data, asked once per process (thread-safe, never prints). */
+bool tinfer_gemm_amx(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx, const void *W,
+                     const uint16_t *S, tinfer_dtype dt, int64_t ldw, const float *bias, float *Y,
+                     int64_t ldy, bool accumulate, int nthr);
+bool tinfer_gemm_amx_usable(void);
 
 /* Portable pack used by the scalar path and for dtypes/tails the SIMD packs leave to it. */
 void tinfer_gemm_pack_generic(float *P, int nr, const void *W, const uint16_t *S, tinfer_dtype dt,

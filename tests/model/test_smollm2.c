@@ -1,7 +1,8 @@
 /*
  * test_smollm2.c — the converted SmolLM2-135M-Instruct against HF transformers' greedy output.
  *
- * Usage: test_smollm2 MODEL_DIR FIXTURE_JSON. Exits 77 (skipped) when MODEL_DIR has no
+ * Usage: test_smollm2 MODEL_DIR FIXTURE_JSON [amx] (amx: the AMX prefill GEMM, BF16
+ * tolerances, see TOL_BF16; ctest runs it with TINFER_CPU_GEMM unset). Exits 77 (skipped) when MODEL_DIR has no
  * config.json (scripts/get-model.sh makes it). The fixture (scripts/make-model-fixtures.py) holds,
  * for three prompts (plain, chat-templated, code): the text, HF's prompt ids, 32 greedy ids of
  * model.generate(do_sample=False) in float32 and the first step's top-5 logits.
@@ -37,6 +38,17 @@
  * different GEMM paths and so summation orders; the same argument as above bounds it
  * (measured: ~4e-6). */
 #define TOL_SELF 1e-4
+/* With the third argument "amx" (the AMX GEMM, gemm/cpu/gemm_cpu_amx.c, when this machine has
+ * it; skipped otherwise): prefill GEMMs round their activations to BF16 (relative error up to
+ * 2^-8 per element, F32 accumulation). Each of the 30 x 4 GEMMs then moves its outputs by up to
+ * ~2^-8 of their scale, and RMSNorm renormalises between layers, so the changes add like a random
+ * walk: sqrt(120) * 2^-8 = 4.3e-2 of the logit scale at most; 5e-2 is the bound for both the
+ * first-step top-5 vs HF and prefill vs token by token (whose GEMV stays F32). Measured: 0.4%
+ * and 1.6%. A real bug moves logits by O(1) of the scale. The top-5 ranks may swap among
+ * themselves within that noise, so only membership in our top 5 is required; the greedy tokens
+ * must still equal HF's (deterministic: they do on this fixture). */
+#define TOL_BF16 5e-2
+static bool g_amx;
 
 static int32_t *json_ints(const cJSON *arr, int32_t *n) {
     *n = cJSON_GetArraySize(arr);
@@ -121,16 +133,16 @@ static void run_case(tinfer_model *m, const cJSON *cs) {
         int32_t id = (int32_t)cJSON_GetArrayItem(e, 0)->valuedouble;
         double hf = cJSON_GetArrayItem(e, 1)->valuedouble, d = fabs(last[id] - hf) / scale;
         worst = fmax(worst, d);
-        CHECK(d <= TOL_TOP5, "%s: first-step logit of token %d: %.6f, HF %.6f (rel %.3g)", name,
+        CHECK(d <= (g_amx ? TOL_BF16 : TOL_TOP5), "%s: first-step logit of token %d: %.6f, HF %.6f (rel %.3g)", name,
               (int)id, (double)last[id], hf, d);
         /* HF's k-th best must be our k-th best too: count tokens we rank above it */
         int32_t above = 0;
         for (int32_t j = 0; j < V; j++) above += last[j] > last[id];
-        CHECK(above == k, "%s: token %d is HF's #%d but our #%d", name, (int)id, (int)k,
-              (int)above);
+        CHECK(g_amx ? above < 5 : above == k, "%s: token %d is HF's #%d but our #%d", name,
+              (int)id, (int)k, (int)above);
     }
     printf("%s: %d prompt tokens, first-step top-5 max rel diff vs HF %.3g (bound %.0e)\n", name,
-           (int)n_ids, worst, TOL_TOP5);
+           (int)n_ids, worst, g_amx ? TOL_BF16 : TOL_TOP5);
 
     /* 5. greedy continuation */
     int32_t gen[64], t = argmax(last, V), n_gen = 0;
@@ -163,8 +175,9 @@ static void run_case(tinfer_model *m, const cJSON *cs) {
         worst = fmax(worst, d / mx);
     }
     CHECK(rc == TINFER_OK, "%s: token-by-token decode: %s", name, tinfer_last_error());
-    CHECK(worst <= TOL_SELF, "%s: token-by-token vs prefill: %.3g", name, worst);
-    printf("%s: token-by-token vs prefill max rel diff %.3g (bound %.0e)\n", name, worst, TOL_SELF);
+    const double tol_self = g_amx ? TOL_BF16 : TOL_SELF;
+    CHECK(worst <= tol_self, "%s: token-by-token vs prefill: %.3g", name, worst);
+    printf("%s: token-by-token vs prefill max rel diff %.3g (bound %.0e)\n", name, worst, tol_self);
     free(pre);
 out:
     tinfer_context_free(c);
@@ -173,10 +186,11 @@ out:
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s MODEL_DIR FIXTURE_JSON\n", argv[0]);
+    if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "amx"))) {
+        fprintf(stderr, "usage: %s MODEL_DIR FIXTURE_JSON [amx]\n", argv[0]);
         return 2;
     }
+    g_amx = argc == 4;
     char path[4096];
     struct stat st;
     snprintf(path, sizeof path, "%s/config.json", argv[1]);
@@ -198,6 +212,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("%s\n", tinfer_model_desc(m));
+    if (g_amx && !strstr(tinfer_model_desc(m), "cpu amx")) {
+        printf("skipped: the CPU backend does not take the AMX path here\n");
+        tinfer_model_free(m);
+        return 77;
+    }
     const cJSON *cases = cJSON_GetObjectItem(fx, "cases");
     for (int32_t i = 0; i < cJSON_GetArraySize(cases); i++)
         run_case(m, cJSON_GetArrayItem(cases, i));

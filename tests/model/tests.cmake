@@ -1,6 +1,8 @@
 # tests/model: the model-level tests.
 #  - tiny_llama / tiny_qwen2 (label unit): the CPU forward against HF transformers on tiny
 #    random-weight models committed under fixtures/ (scripts/make-tiny-llama.py).
+#  The tests against F32 references run with TINFER_CPU_GEMM=f32 (no AMX BF16 prefill GEMM,
+#  gemm/cpu/gemm_cpu.h); smollm2_greedy_amx checks the AMX path with BF16 tolerances.
 #  - smollm2_greedy (label model): the converted SmolLM2-135M-Instruct against HF greedy output
 #    (fixtures/smollm2_greedy.json, scripts/make-model-fixtures.py); skipped (77) when the
 #    converted model is absent (scripts/get-model.sh makes it).
@@ -10,7 +12,7 @@ add_executable(test_model_tiny ${TINFER_MODEL_TEST_DIR}/test_tiny.c)
 target_link_libraries(test_model_tiny PRIVATE tinfer PkgConfig::CJSON ${MATH_LIB})
 foreach(m llama qwen2)
   add_test(NAME tiny_${m} COMMAND test_model_tiny ${TINFER_MODEL_TEST_DIR}/fixtures/tiny-${m})
-  set_tests_properties(tiny_${m} PROPERTIES LABELS unit TIMEOUT 60)
+  set_tests_properties(tiny_${m} PROPERTIES LABELS unit TIMEOUT 60 ENVIRONMENT TINFER_CPU_GEMM=f32)
 endforeach()
 
 add_executable(test_model_smollm2 ${TINFER_MODEL_TEST_DIR}/test_smollm2.c)
@@ -19,6 +21,12 @@ add_test(NAME smollm2_greedy
          COMMAND test_model_smollm2 ${CMAKE_BINARY_DIR}/models/smollm2-135m-instruct
                  ${TINFER_MODEL_TEST_DIR}/fixtures/smollm2_greedy.json)
 set_tests_properties(smollm2_greedy PROPERTIES LABELS model TIMEOUT 600
+                     SKIP_RETURN_CODE ${TINFER_TEST_SKIP} ENVIRONMENT TINFER_CPU_GEMM=f32)
+# The same on the AMX prefill GEMM with BF16 tolerances; skipped (77) where AMX is not used.
+add_test(NAME smollm2_greedy_amx
+         COMMAND test_model_smollm2 ${CMAKE_BINARY_DIR}/models/smollm2-135m-instruct
+                 ${TINFER_MODEL_TEST_DIR}/fixtures/smollm2_greedy.json amx)
+set_tests_properties(smollm2_greedy_amx PROPERTIES LABELS model TIMEOUT 600
                      SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 
 # q8_load (label unit): models/llama.c loading Q8_0 weights from an in-memory tensor source,

@@ -17,6 +17,11 @@ tinfer_ops_cpu_exe(test_gemm_q8)
 add_test(NAME gemm_q8 COMMAND test_gemm_q8)
 set_tests_properties(gemm_q8 PROPERTIES LABELS unit TIMEOUT 300)
 
+# The AMX path (gemm/cpu/gemm_cpu_amx.c); skipped (77) where the CPU or the kernel refuses AMX.
+tinfer_ops_cpu_exe(test_gemm_amx)
+add_test(NAME gemm_amx COMMAND test_gemm_amx)
+set_tests_properties(gemm_amx PROPERTIES LABELS unit TIMEOUT 300 SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
+
 tinfer_ops_cpu_exe(test_ops_cpu)
 add_test(NAME ops_cpu COMMAND test_ops_cpu)
 set_tests_properties(ops_cpu PROPERTIES LABELS unit TIMEOUT 300)

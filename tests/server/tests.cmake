@@ -21,7 +21,11 @@ add_test(NAME server_asan COMMAND ${Python3_EXECUTABLE} ${_srv_test} $<TARGET_FI
                                   $<TARGET_FILE:tinfer-loadgen> ${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama --asan)
 add_test(NAME server_smollm2 COMMAND ${Python3_EXECUTABLE} ${_srv_test} $<TARGET_FILE:tinfer-server>
                                      $<TARGET_FILE:tinfer-loadgen> ${CMAKE_BINARY_DIR}/models/smollm2-135m-instruct --real)
-set_tests_properties(server server_asan PROPERTIES LABELS unit TIMEOUT 300)
+# F32 GEMMs (gemm/cpu/gemm_cpu.h): the batching check wants a request's text alone (M = 1, the
+# GEMV) equal to its text in a batch, which the AMX path's BF16 activations would not keep on
+# the random-weight fixture model.
+set_tests_properties(server server_asan PROPERTIES LABELS unit TIMEOUT 300
+                     ENVIRONMENT TINFER_CPU_GEMM=f32)
 set_tests_properties(server_smollm2 PROPERTIES LABELS model TIMEOUT 900 SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 
 # the embedding example stays working: it generates from the tiny model and exits 0
