@@ -20,8 +20,9 @@
  *     (a 16 x 16 transposition of 32-bit pairs per tile, AVX-512 unpacks and lane shuffles).
  *     Columns past N and k past K are zeros. The panel (Kp * 64 bytes) is reused by every
  *     32-row block of X, as the AVX-512 path reuses its panels.
- * Threading: as the packed path (gemm_cpu.c): one OpenMP region per call, chunks handed out
- *   dynamically; tile state is per thread, so every thread of the region loads the tile
+ * Threading: one OpenMP region per call; each thread takes the chunks of its own contiguous
+ *   range in order, prefetching the next one's rows while it packs, then steals the chunks the
+ *   others have not reached (run_range); tile state is per thread, so every thread of the region loads the tile
  *   configuration (LDTILECFG) before its first tile instruction and releases it after its last.
  *
  * Rounding (what tests/ops/test_gemm_amx.c holds the path to):
@@ -164,9 +165,18 @@ TGT_INLINE void transpose16_store(const __m512i r[16], uint16_t *dst) {
     }
 }
 
-/* The panel of columns n0 .. n0+nv-1 (nv <= 32) over all Kp (see the header). */
+/* Bytes of element i of W (Q8_0: the int8 values). */
+TGT_INLINE const char *w_byte(const void *W, tinfer_dtype dt, int64_t i) {
+    int64_t size = dt == TINFER_DTYPE_F32 ? 4 : dt == TINFER_DTYPE_Q8_0 ? 1 : 2;
+    return (const char *)W + i * size;
+}
+
+/* The panel of columns n0 .. n0+nv-1 (nv <= 32) over all Kp (see the header). While it packs,
+ * the same k-step of the next chunk's rows (n0+32 ..., `nnext` of them: the thread's next chunk,
+ * see run_range) is prefetched into L2: the hardware prefetcher alone leaves the 32 interleaved
+ * row streams of a chunk partly unfetched (perf_gemm_cpu amx cold, gemm/cpu/README.md). */
 TGT_INLINE void pack_w_body(uint16_t *P, const void *W, const uint16_t *S, tinfer_dtype dt,
-                            int64_t ldw, int64_t n0, int nv, int64_t K, int64_t Kp) {
+                            int64_t ldw, int64_t n0, int nv, int nnext, int64_t K, int64_t Kp) {
     for (int64_t k0 = 0; k0 < Kp; k0 += KS) {
         uint16_t *dst = P + k0 / KS * STEP_U16;
         for (int t = 0; t < 2; t++) {
@@ -174,6 +184,11 @@ TGT_INLINE void pack_w_body(uint16_t *P, const void *W, const uint16_t *S, tinfe
 #pragma GCC unroll 16
             for (int i = 0; i < 16; i++) {
                 int j = 16 * t + i;
+                if (j < nnext) {
+                    const char *q = w_byte(W, dt, (n0 + NB + j) * ldw + k0);
+                    _mm_prefetch(q, _MM_HINT_T1);
+                    if (dt == TINFER_DTYPE_F32) _mm_prefetch(q + 64, _MM_HINT_T1);
+                }
                 r[i] = j < nv ? load_w32(W, S, dt, (n0 + j) * ldw + k0, K - k0)
                               : _mm512_setzero_si512();
             }
@@ -183,12 +198,14 @@ TGT_INLINE void pack_w_body(uint16_t *P, const void *W, const uint16_t *S, tinfe
 }
 
 static TGT void pack_w(uint16_t *P, const void *W, const uint16_t *S, tinfer_dtype dt,
-                       int64_t ldw, int64_t n0, int nv, int64_t K, int64_t Kp) {
+                       int64_t ldw, int64_t n0, int nv, int nnext, int64_t K, int64_t Kp) {
     switch (dt) {
-    case TINFER_DTYPE_BF16: pack_w_body(P, W, S, TINFER_DTYPE_BF16, ldw, n0, nv, K, Kp); break;
-    case TINFER_DTYPE_F32: pack_w_body(P, W, S, TINFER_DTYPE_F32, ldw, n0, nv, K, Kp); break;
-    case TINFER_DTYPE_F16: pack_w_body(P, W, S, TINFER_DTYPE_F16, ldw, n0, nv, K, Kp); break;
-    default: pack_w_body(P, W, S, TINFER_DTYPE_Q8_0, ldw, n0, nv, K, Kp); break;
+    case TINFER_DTYPE_BF16:
+        pack_w_body(P, W, S, TINFER_DTYPE_BF16, ldw, n0, nv, nnext, K, Kp);
+        break;
+    case TINFER_DTYPE_F32: pack_w_body(P, W, S, TINFER_DTYPE_F32, ldw, n0, nv, nnext, K, Kp); break;
+    case TINFER_DTYPE_F16: pack_w_body(P, W, S, TINFER_DTYPE_F16, ldw, n0, nv, nnext, K, Kp); break;
+    default: pack_w_body(P, W, S, TINFER_DTYPE_Q8_0, ldw, n0, nv, nnext, K, Kp); break;
     }
 }
 
@@ -295,28 +312,44 @@ TGT_INLINE void block16(const amx_job *j, const uint16_t *P, int64_t m0, int64_t
     epilogue(j, c, m0, 16, n0, nv);
 }
 
-/* Column chunk ci: pack its panel, then every row block of X. */
-static TGT void run_chunk(const amx_job *j, uint16_t *P, int64_t ci) {
+/* Column chunk ci: pack its panel (prefetching chunk ci + 1's rows when `next`), then every
+ * row block of X. */
+static TGT void run_chunk(const amx_job *j, uint16_t *P, int64_t ci, bool next) {
     _Alignas(64) float c[4 * 256];
     int64_t n0 = ci * NB;
     int nv = (int)(j->N - n0 < NB ? j->N - n0 : NB);
-    pack_w(P, j->W, j->S, j->dt, j->ldw, n0, nv, j->K, j->Kp);
+    int64_t after = j->N - n0 - NB;
+    int nnext = !next || after <= 0 ? 0 : after < NB ? (int)after : NB;
+    pack_w(P, j->W, j->S, j->dt, j->ldw, n0, nv, nnext, j->K, j->Kp);
     __asm__ volatile("" ::: "memory"); /* the tile loads below read P (their asm names no memory) */
     int64_t m0 = 0;
     for (; m0 + 32 <= j->Mp; m0 += 32) block32(j, P, m0, n0, nv, c);
     if (m0 < j->Mp) block16(j, P, m0, n0, nv, c);
 }
 
-static TGT void run_thread(const amx_job *j, uint16_t *P, int64_t chunk0, int64_t chunk1) {
-    tiles_begin();
-    for (int64_t ci = chunk0; ci < chunk1; ci++) run_chunk(j, P, ci);
-    _tile_release();
-}
+/* One counter per thread on its own cache line: the next chunk of that thread's range. */
+typedef struct {
+    int64_t next;
+    char pad[56];
+} range_ctr;
 
-static TGT void run_thread_dynamic(const amx_job *j, uint16_t *P, int64_t chunks) {
+/* Thread `me` of T: its own contiguous range of chunks [C me / T, C (me+1) / T) in order, so it
+ * streams one contiguous part of W and can prefetch its next chunk; then the chunks the others
+ * have not yet taken, through their counters (as the GEMV, gemm_cpu.c: a thread whose core is
+ * busy with another process leaves its chunks to the one that runs). The last chunk of a range
+ * prefetches nothing (its successor is another thread's). */
+static TGT void run_range(const amx_job *j, uint16_t *P, int64_t chunks, range_ctr *ctr, int me,
+                          int T) {
     tiles_begin();
-#pragma omp for schedule(dynamic, 1) nowait
-    for (int64_t ci = 0; ci < chunks; ci++) run_chunk(j, P, ci);
+    for (int v = 0; v < T; v++) {
+        int t = (me + v) % T;
+        int64_t c0 = chunks * t / T, c1 = chunks * (t + 1) / T;
+        for (;;) {
+            int64_t ci = c0 + __atomic_fetch_add(&ctr[t].next, 1, __ATOMIC_RELAXED);
+            if (ci >= c1) break;
+            run_chunk(j, P, ci, v == 0 && ci + 1 < c1);
+        }
+    }
     _tile_release();
 }
 
@@ -340,9 +373,13 @@ bool tinfer_gemm_amx(int64_t M, int64_t N, int64_t K, const float *X, int64_t ld
     if (!mem) return false; /* the caller runs the AVX-512 path instead */
     j.Xb = mem;
     uint16_t *panels = mem + xbytes / 2;
+    enum { MAX_T = 64 };
+    if (nthr > MAX_T) nthr = MAX_T;
+    range_ctr ctr[MAX_T];
+    for (int t = 0; t < nthr; t++) ctr[t].next = 0;
     if (nthr == 1) {
         pack_x(j.Xb, j.ldxb, X, ldx, M, K, j.Kp, 0, j.Mp);
-        run_thread(&j, panels, 0, chunks);
+        run_range(&j, panels, chunks, ctr, 0, 1);
     } else {
 #pragma omp parallel num_threads(nthr)
         {
@@ -350,7 +387,7 @@ bool tinfer_gemm_amx(int64_t M, int64_t N, int64_t K, const float *X, int64_t ld
             int64_t g = j.Mp / 16; /* 16-row groups of Xb, split evenly */
             pack_x(j.Xb, j.ldxb, X, ldx, M, K, j.Kp, g * me / T * 16, g * (me + 1) / T * 16);
 #pragma omp barrier
-            run_thread_dynamic(&j, panels + (size_t)me * pbytes / 2, chunks);
+            run_range(&j, panels + (size_t)me * pbytes / 2, chunks, ctr, me, T);
         }
     }
     free(mem);

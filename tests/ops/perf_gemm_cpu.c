@@ -8,7 +8,9 @@
  * Then the attention op at the same shapes (9 heads / 3 KV heads, head_dim 64): decode of one
  * token against a cache of 2048, and the causal prefill of 128 tokens, per layer and x 30.
  * Not a ctest test (it measures, it asserts nothing); results are in gemm/cpu/README.md.
- * Usage: perf_gemm_cpu [isa]   (isa: scalar | avx2 | avx512, default automatic)
+ * Usage: perf_gemm_cpu [isa [cold]]   (isa: scalar | avx2 | avx512 | avx512vnni | amx | auto,
+ * default automatic; cold: the M = 128 timings rotate over >= 64 MiB of weight copies as well,
+ * so W comes from beyond L2 as in the model's forward pass, where every layer has its own)
  */
 #include "gemm/cpu/gemm_cpu.h"
 #include "ops/ref/ops_cpu.h"
@@ -43,10 +45,12 @@ static float rnd(void) { /* xorshift64, uniform in [-1, 1) */
     return (float)((double)(rng >> 40) / (double)(1ull << 23) - 1.0);
 }
 
+static int g_cold; /* prefill shapes rotate over weight copies too (the `cold` argument) */
+
 /* Seconds per call of an M x N x K product, median-free mean over reps after one warm-up. */
 static double time_shape(int64_t M, int64_t N, int64_t K, int *reps_out) {
     size_t wbytes = (size_t)(N * K) * 2;
-    int copies = M == 1 ? (int)((64u << 20) / wbytes) + 1 : 1;
+    int copies = M == 1 || g_cold ? (int)((64u << 20) / wbytes) + 1 : 1;
     uint16_t **W = malloc(sizeof(uint16_t *) * (size_t)copies);
     float *X = malloc(sizeof(float) * (size_t)(M * K)), *Y = malloc(sizeof(float) * (size_t)(M * N));
     if (!W || !X || !Y) return -1.0;
@@ -103,7 +107,8 @@ static double time_attention(int64_t n, int64_t ctx) {
 }
 
 int main(int argc, char **argv) {
-    if (argc > 1 && tinfer_gemm_cpu_force_isa(argv[1]) != 0) {
+    g_cold = argc > 2 && !strcmp(argv[2], "cold");
+    if (argc > 1 && strcmp(argv[1], "auto") && tinfer_gemm_cpu_force_isa(argv[1]) != 0) {
         fprintf(stderr, "perf_gemm_cpu: isa '%s' unknown or not supported here\n", argv[1]);
         return 1;
     }
