@@ -13,6 +13,15 @@ add_test(NAME convert_bad_input
          COMMAND test_convert_bad $<TARGET_FILE:tinfer-convert> ${CMAKE_BINARY_DIR}/tests/convert_bad)
 set_tests_properties(convert_bad_input PROPERTIES LABELS unit)
 
+# A GGUF whose matrices are Q8_0: --weights q8_0 copies its blocks byte for byte.
+add_executable(test_convert_q8 ${_cv}/test_convert_q8.c)
+target_include_directories(test_convert_q8 PRIVATE ${TINFER_INCLUDE_DIRS})
+target_link_libraries(test_convert_q8 PRIVATE PkgConfig::CJSON)
+add_dependencies(test_convert_q8 tinfer-convert)
+add_test(NAME convert_q8_copy
+         COMMAND test_convert_q8 $<TARGET_FILE:tinfer-convert> ${CMAKE_BINARY_DIR}/tests/convert_q8)
+set_tests_properties(convert_q8_copy PROPERTIES LABELS unit)
+
 # The cross-check against gguf-py runs with <build>/pytools (made by scripts/py-tools.sh, which
 # scripts/test.sh runs) when it exists, else with any Python 3; it reports "skipped" without gguf.
 find_package(Python3 COMPONENTS Interpreter QUIET)
