@@ -3,7 +3,8 @@
 
 Independent check of tinfer-convert against the gguf Python package (ggml-org's gguf-py):
 writes a tiny Llama GGUF whose tensors use every type the converter supports (F32, F16, BF16,
-Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; untied output.weight), converts it with --dtype f32 and bf16, and
+Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; untied output.weight), converts it with --dtype f32 and bf16 (and
+--weights q8_0: see check_q8), and
 requires every output tensor to equal gguf.quants.dequantize() exactly (bf16: after
 round-to-nearest-even), with q_proj/k_proj un-permuted the way llama.cpp's permute() is inverted
 (reshape(n_head, hd/2, 2, in).swapaxes(1, 2)). Exact equality is right: both sides compute
@@ -110,10 +111,66 @@ def read_safetensors(path):
         buf = raw[8 + n + a:8 + n + b]
         if e["dtype"] == "F32":
             x = np.frombuffer(buf, np.float32)
+        elif e["dtype"] == "I8":
+            x = np.frombuffer(buf, np.int8)
+        elif e["dtype"] == "F16":
+            x = np.frombuffer(buf, np.float16).astype(np.float32)
         else:
             x = (np.frombuffer(buf, np.uint16).astype(np.uint32) << 16).view(np.float32)
         out[k] = x.reshape(e["shape"])
     return hdr, out
+
+
+def unpermute(g, x):
+    """GGUF's q / k row interleaving undone (llama.cpp's permute() inverted)."""
+    if not g.endswith(("attn_q.weight", "attn_k.weight")):
+        return x
+    nh = N_HEAD if "attn_q" in g else N_KV
+    rows = x.shape[0]
+    return x.reshape((nh, rows // nh // 2, 2) + x.shape[1:]).swapaxes(1, 2).reshape(x.shape)
+
+
+def check_q8(conv, path, src, scratch):
+    """--weights q8_0: every matrix but the embedding becomes X.weight I8 + X.weight_scale F16;
+    a Q8_0 source's blocks are copied bit for bit, any other type is quantized from gguf-py's
+    dequantization to within half a step (d / 2, base/q8_0.h; the F32 division's rounding adds a
+    relative 2^-22 at most)."""
+    out = os.path.join(scratch, "tiny_mixed_q8_0")
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run([conv, "--weights", "q8_0", path, out], check=True)
+    hdr, got = read_safetensors(os.path.join(out, "model.safetensors"))
+    failures = 0
+    for g, (data, t) in src.items():
+        ne1 = TYPES[g][2]
+        if ne1 is None or g == "token_embd.weight":
+            continue
+        n = hf_name(g)
+        q, d = got.get(n), got.get(n + "_scale")
+        if q is None or d is None or hdr[n]["dtype"] != "I8" or hdr[n + "_scale"]["dtype"] != "F16":
+            print(f"FAIL q8_0: {g} -> {n} not I8 + F16 scale")
+            failures += 1
+            continue
+        deq = q.astype(np.float32).reshape(q.shape[0], -1, 32) * d[:, :, None]
+        deq = deq.reshape(q.shape)
+        if t == Q.Q8_0:
+            raw = unpermute(g, np.frombuffer(data.tobytes(), np.uint8).reshape(ne1, -1, 34))
+            want_d = raw[:, :, :2].copy().view(np.float16).astype(np.float32)[:, :, 0]
+            want_q = raw[:, :, 2:].copy().view(np.int8).reshape(q.shape)
+            if not (np.array_equal(want_q, q) and np.array_equal(want_d, d)):
+                print(f"FAIL q8_0: {g} (Q8_0) blocks not copied bit for bit")
+                failures += 1
+            continue
+        ref = unpermute(g, dequantize(data, t).astype(np.float32))
+        step = np.repeat(d, 32, axis=1)
+        if not np.all(np.abs(deq - ref) <= step * (0.5 + 2.0 ** -22)):
+            print(f"FAIL q8_0: {g} ({t.name}) beyond half a step of gguf-py's values")
+            failures += 1
+    cfg = json.load(open(os.path.join(out, "config.json")))
+    qc = cfg.get("quantization_config", {})
+    if qc.get("quant_method") != "q8_0" or qc.get("group_size") != 32:
+        print(f"FAIL q8_0: quantization_config {qc}")
+        failures += 1
+    return failures
 
 
 def to_bf16(x):
@@ -153,6 +210,7 @@ def main():
                 cfg["rms_norm_eps"] != 1e-6:
             print(f"FAIL {dtype}: config {cfg}")
             failures += 1
+    failures += check_q8(conv, path, src, scratch)
     try:
         from tokenizers import Tokenizer
         tok = Tokenizer.from_file(os.path.join(scratch, "tiny_mixed_f32", "tokenizer.json"))
@@ -164,7 +222,8 @@ def main():
         pass
     if failures:
         sys.exit(1)
-    print(f"check_gguf_py: {len(TYPES)} tensors x 2 dtypes match gguf-py exactly")
+    print(f"check_gguf_py: {len(TYPES)} tensors x 2 dtypes match gguf-py exactly; --weights q8_0 "
+          "copies Q8_0 blocks and quantizes the rest within half a step")
 
 
 if __name__ == "__main__":
