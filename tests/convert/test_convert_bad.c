@@ -26,29 +26,8 @@
 #include <fcntl.h>
 
 #include "convert.h"
+#include "gguf_build.h"
 
-#define ALIGN 32 /* GGUF default alignment (ggml docs/gguf.md) */
-
-typedef struct buf {
-    uint8_t *p;
-    size_t n, cap;
-} buf;
-
-static void put(buf *b, const void *src, size_t n) {
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-        if (!b->p) abort();
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
-}
-static void u32(buf *b, uint32_t v) { put(b, &v, 4); }
-static void u64(buf *b, uint64_t v) { put(b, &v, 8); }
-static void str(buf *b, const char *s) {
-    u64(b, strlen(s));
-    put(b, s, strlen(s));
-}
 
 /* What each case breaks (0 / NULL = leave valid). */
 typedef struct spec {
@@ -79,17 +58,6 @@ static const tdesc TENSORS[] = {
     {"blk.0.ffn_down.weight", 32, 32},
 };
 enum { NT = sizeof TENSORS / sizeof TENSORS[0] };
-
-static void kv_u32(buf *b, const char *k, uint32_t v) {
-    str(b, k);
-    u32(b, 4 /* GGUF u32 */);
-    u32(b, v);
-}
-static void kv_str(buf *b, const char *k, const char *v) {
-    str(b, k);
-    u32(b, 8 /* string */);
-    str(b, v);
-}
 
 static buf build(const spec *s) {
     buf b = {0};

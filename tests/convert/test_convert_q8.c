@@ -14,6 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "base/dtype.h"
+#include "gguf_build.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
@@ -23,39 +24,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define ALIGN 32
-
-typedef struct buf {
-    uint8_t *p;
-    size_t n, cap;
-} buf;
-
-static void put(buf *b, const void *src, size_t n) {
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-        if (!b->p) abort();
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
-}
-static void u32(buf *b, uint32_t v) { put(b, &v, 4); }
-static void u64(buf *b, uint64_t v) { put(b, &v, 8); }
-static void str(buf *b, const char *s) {
-    u64(b, strlen(s));
-    put(b, s, strlen(s));
-}
-static void kv_u32(buf *b, const char *k, uint32_t v) {
-    str(b, k);
-    u32(b, 4);
-    u32(b, v);
-}
-static void kv_str(buf *b, const char *k, const char *v) {
-    str(b, k);
-    u32(b, 8);
-    str(b, v);
-}
 
 typedef struct tdesc {
     const char *name, *hf; /* hf: the converted name (NULL: not a Q8_0 matrix) */
