@@ -33,6 +33,7 @@
 #include "ops/cuda/attention_cuda.cuh"
 #include "ops/cuda/ops_cuda.h"
 #include "ops/cuda/ops_cuda_util.cuh"
+#include "ops/cuda/rope_cuda.cuh"
 
 #include <math.h>
 #include <string.h>
@@ -111,10 +112,9 @@ template <int D>
 static __device__ __forceinline__ uint16_t rope_elem(const uint16_t *x, int d, const float *cs,
                                                      const float *sn) {
     const int j = d < D / 2 ? d : d - D / 2;
-    const float x0 = bf16_to_f32(x[j]), x1 = bf16_to_f32(x[j + D / 2]), c = cs[j], sv = sn[j];
-    const float y = d < D / 2 ? __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sv))
-                              : __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, sv));
-    return (uint16_t)f32_to_bf16(y);
+    uint16_t y0, y1;
+    rope_pair(bf16_to_f32(x[j]), bf16_to_f32(x[j + D / 2]), cs[j], sn[j], &y0, &y1);
+    return d < D / 2 ? y0 : y1;
 }
 
 /* ROPE: the q, k, v of each query are the QKV GEMM's unrotated output; the block rotates its q
@@ -166,13 +166,7 @@ static __global__ void __launch_bounds__(DEC_THREADS)
     __shared__ __align__(16) uint16_t kp_sh[ROPE ? D : 8], vp_sh[ROPE ? D : 8];
     const bool own_row = ROPE && p < r0 + chunk; /* this range holds row p */
     if (ROPE) {
-        for (int j = tid; j < D / 2; j += DEC_THREADS) {
-            const float a = __fmul_rn((float)p, inv_freq[j]);
-            double sd, cd;
-            sincos((double)a, &sd, &cd);
-            cs_sh[j] = (float)cd;
-            sn_sh[j] = (float)sd;
-        }
+        rope_table(p, inv_freq, D / 2, cs_sh, sn_sh, tid, DEC_THREADS);
         __syncthreads();
     }
     for (int e = tid; e < DEC_HB * D; e += DEC_THREADS) {

@@ -25,6 +25,7 @@
 #include "gemm/cuda/cuda_check.h"
 #include "ops/cuda/ops_cuda.h"
 #include "ops/cuda/ops_cuda_util.cuh"
+#include "ops/cuda/rope_cuda.cuh"
 
 using namespace tops;
 
@@ -44,13 +45,7 @@ static __global__ void __launch_bounds__(ROPE_THREADS)
     const bool bad = p < 0 || p >= n_ctx || s < 0 || s >= n_seq;
     uint16_t *row = qkv + i * (int64_t)(n_head + 2 * n_head_kv) * hd;
     const int64_t crow = bad ? 0 : (((int64_t)s * n_layer + layer) * n_ctx + p) * kvd;
-    for (int32_t j = threadIdx.x; j < half; j += blockDim.x) {
-        const float a = __fmul_rn((float)p, inv_freq[j]);
-        double sd, cd;
-        sincos((double)a, &sd, &cd);
-        cs[j] = (float)cd;
-        sn[j] = (float)sd;
-    }
+    rope_table(p, inv_freq, half, cs, sn, (int)threadIdx.x, (int)blockDim.x);
     __syncthreads();
     const int32_t pairs = (n_head + n_head_kv) * half;
     for (int32_t u = threadIdx.x; u < pairs; u += blockDim.x) {
@@ -60,10 +55,8 @@ static __global__ void __launch_bounds__(ROPE_THREADS)
             if (h < n_head) v[j] = v[j + half] = 0x7fc0u;
             continue;
         }
-        const float x0 = bf16_to_f32(v[j]), x1 = bf16_to_f32(v[j + half]);
-        const float c = cs[j], sv = sn[j];
-        const uint16_t y0 = (uint16_t)f32_to_bf16(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sv)));
-        const uint16_t y1 = (uint16_t)f32_to_bf16(__fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, sv)));
+        uint16_t y0, y1;
+        rope_pair(bf16_to_f32(v[j]), bf16_to_f32(v[j + half]), cs[j], sn[j], &y0, &y1);
         v[j] = y0;
         v[j + half] = y1;
         if (h >= n_head) {
