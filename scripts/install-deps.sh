@@ -2,7 +2,7 @@
 # Installs the Debian packages tinfer builds with (only those missing). Needs root or sudo.
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config libcjson-dev libpcre2-dev libstb-dev python3 python3-pip python3-venv unzip
-      clang libclang-rt-dev libmicrohttpd-dev libcurl4-openssl-dev)
+      clang libclang-rt-dev libmicrohttpd-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

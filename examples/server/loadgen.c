@@ -4,6 +4,7 @@
  *
  *   tinfer-loadgen --url http://127.0.0.1:8080 -c 8 -n 4 --max-tokens 64 [--json out.json]
  *
+ * Plain HTTP/1.1 over sockets (no client library: it runs wherever the server does).
  * Every response is checked: HTTP 200, every SSE event a JSON object, a final chunk with a
  * finish_reason and usage, then `data: [DONE]`. Reported: requests ok / failed, generated
  * tokens (the servers' usage.completion_tokens), wall time, aggregate generated tok/s, time to
@@ -13,15 +14,19 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 #include <errno.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct opts {
     const char *url, *prompt, *json_path;
@@ -99,73 +104,215 @@ static void on_line(stream_state *st, const char *line) {
     cJSON_Delete(o);
 }
 
-static size_t on_data(char *p, size_t size, size_t nmemb, void *arg) {
-    stream_state *st = arg;
-    size_t n = size * nmemb;
+/* Body bytes as they arrive: split into lines for on_line. Returns false when out of memory. */
+static bool on_data(stream_state *st, const char *p, size_t n) {
     for (size_t i = 0; i < n; i++) {
+        if (st->line_n + 1 >= st->line_cap) {
+            char *q = realloc(st->line, st->line_cap * 2 + 64);
+            if (!q) return false;
+            st->line = q;
+            st->line_cap = st->line_cap * 2 + 64;
+        }
         if (p[i] == '\n') {
-            if (st->line_n == st->line_cap) {
-                char *q = realloc(st->line, st->line_cap * 2 + 64);
-                if (!q) return 0;
-                st->line = q;
-                st->line_cap = st->line_cap * 2 + 64;
-            }
             st->line[st->line_n] = '\0';
             on_line(st, st->line);
             st->line_n = 0;
             continue;
         }
-        if (st->line_n + 1 >= st->line_cap) {
-            char *q = realloc(st->line, st->line_cap * 2 + 64);
-            if (!q) return 0;
-            st->line = q;
-            st->line_cap = st->line_cap * 2 + 64;
-        }
         st->line[st->line_n++] = p[i];
     }
-    return n;
+    return true;
+}
+
+/* ---- a minimal HTTP/1.1 client: one POST per connection (Connection: close), the response
+ * body delivered to on_data as it arrives, de-chunked when the server chunks it ---- */
+
+typedef struct http_resp {
+    int status;
+    bool chunked;
+    char hdr[8192]; /* status line and headers, until the blank line */
+    size_t hdr_n;
+    bool hdr_done;
+    /* chunked decoding: bytes left in the current chunk, or reading a size line */
+    size_t chunk_left;
+    char size_line[32];
+    size_t size_n;
+    int chunk_state; /* 0 size line, 1 data, 2 CRLF after data, 3 trailer (done) */
+} http_resp;
+
+static int connect_to(const char *host, const char *port, char *why, size_t why_n) {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int rc = getaddrinfo(host, port, &hints, &ai);
+    if (rc) {
+        snprintf(why, why_n, "%s:%s: %s", host, port, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0) continue;
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    if (fd < 0) {
+        snprintf(why, why_n, "connect %s:%s: %s", host, port, strerror(errno));
+        return -1;
+    }
+    struct timeval tv = {.tv_sec = 600}; /* a request that stalls this long has failed */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+static bool send_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        p += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+/* The headers are complete in r->hdr: the status code and Transfer-Encoding. */
+static bool parse_headers(http_resp *r) {
+    r->hdr[r->hdr_n] = '\0';
+    if (sscanf(r->hdr, "HTTP/%*d.%*d %d", &r->status) != 1) return false;
+    for (char *l = strstr(r->hdr, "\r\n"); l && l[2]; l = strstr(l + 2, "\r\n")) {
+        char *line = l + 2, *eol = strstr(line, "\r\n");
+        if (!eol || strncasecmp(line, "transfer-encoding:", 18) != 0) continue;
+        *eol = '\0'; /* the value alone, for strstr; restored below */
+        if (strstr(line + 18, "chunked")) r->chunked = true;
+        *eol = '\r';
+    }
+    return true;
+}
+
+/* Body bytes through the chunked decoder (or straight through). false: malformed or no memory. */
+static bool body_bytes(http_resp *r, stream_state *st, const char *p, size_t n) {
+    if (!r->chunked) return on_data(st, p, n);
+    size_t i = 0;
+    while (i < n) {
+        if (r->chunk_state == 0) { /* "HEX[;ext]\r\n" */
+            char c = p[i++];
+            if (c == '\n') {
+                r->size_line[r->size_n] = '\0';
+                char *end;
+                unsigned long v = strtoul(r->size_line, &end, 16);
+                if (end == r->size_line) return false;
+                r->size_n = 0;
+                r->chunk_left = v;
+                r->chunk_state = v ? 1 : 3;
+            } else if (c != '\r') {
+                if (r->size_n + 1 >= sizeof r->size_line) return false;
+                r->size_line[r->size_n++] = c;
+            }
+        } else if (r->chunk_state == 1) {
+            size_t k = n - i < r->chunk_left ? n - i : r->chunk_left;
+            if (!on_data(st, p + i, k)) return false;
+            i += k;
+            r->chunk_left -= k;
+            if (!r->chunk_left) r->chunk_state = 2;
+        } else if (r->chunk_state == 2) { /* the CRLF that ends a chunk's data */
+            if (p[i++] == '\n') r->chunk_state = 0;
+        } else {
+            return true; /* the trailer after the last chunk: ignored */
+        }
+    }
+    return true;
+}
+
+/* One POST; the response body goes to st. Returns the HTTP status, or 0 with why set. */
+static int http_post(const char *host, const char *port, const char *path, const char *body,
+                     stream_state *st, char *why, size_t why_n) {
+    int fd = connect_to(host, port, why, why_n);
+    if (fd < 0) return 0;
+    char head[1024];
+    size_t body_n = strlen(body);
+    int hn = snprintf(head, sizeof head,
+                      "POST %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: application/json\r\n"
+                      "Accept: text/event-stream\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                      path, host, port, body_n);
+    if (hn < 0 || (size_t)hn >= sizeof head || !send_all(fd, head, (size_t)hn) ||
+        !send_all(fd, body, body_n)) {
+        snprintf(why, why_n, "send: %s", strerror(errno));
+        close(fd);
+        return 0;
+    }
+    http_resp r = {0};
+    char buf[16384];
+    for (;;) {
+        ssize_t k = recv(fd, buf, sizeof buf, 0);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            snprintf(why, why_n, "recv: %s", strerror(errno));
+            close(fd);
+            return 0;
+        }
+        if (k == 0) break;
+        size_t off = 0;
+        while (!r.hdr_done && off < (size_t)k) { /* header bytes up to the blank line */
+            if (r.hdr_n + 1 >= sizeof r.hdr) {
+                snprintf(why, why_n, "response headers over %zu bytes", sizeof r.hdr);
+                close(fd);
+                return 0;
+            }
+            r.hdr[r.hdr_n++] = buf[off++];
+            if (r.hdr_n >= 4 && !memcmp(r.hdr + r.hdr_n - 4, "\r\n\r\n", 4)) {
+                r.hdr_done = true;
+                if (!parse_headers(&r)) {
+                    snprintf(why, why_n, "not an HTTP response");
+                    close(fd);
+                    return 0;
+                }
+            }
+        }
+        if (off < (size_t)k && !body_bytes(&r, st, buf + off, (size_t)k - off)) {
+            snprintf(why, why_n, "malformed chunked body (or out of memory)");
+            close(fd);
+            return 0;
+        }
+    }
+    close(fd);
+    if (!r.hdr_done) {
+        snprintf(why, why_n, "connection closed before the response headers");
+        return 0;
+    }
+    if (r.chunked && r.chunk_state != 3) {
+        snprintf(why, why_n, "connection closed inside the chunked body");
+        return 0;
+    }
+    return r.status;
 }
 
 typedef struct client {
     const opts *o;
     result *res; /* [per_client] */
     char *body;
-    char endpoint[512];
+    const char *host, *port, *path;
 } client;
 
 static void *client_main(void *arg) {
     client *c = arg;
-    CURL *h = curl_easy_init();
-    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
     for (long i = 0; i < c->o->per_client; i++) {
         result *r = &c->res[i];
         memset(r, 0, sizeof *r);
-        if (!h || !hdr) {
-            snprintf(r->why, sizeof r->why, "curl init failed");
-            continue;
-        }
         stream_state st = {.res = r};
-        curl_easy_reset(h);
-        curl_easy_setopt(h, CURLOPT_URL, c->endpoint);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &st);
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT, 600L);
+        char why[160] = "";
         r->t_send = now_s();
-        CURLcode cc = curl_easy_perform(h);
+        int status = http_post(c->host, c->port, c->path, c->body, &st, why, sizeof why);
         r->t_end = now_s();
-        long status = 0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
         if (st.line_n) {
             st.line[st.line_n] = '\0';
             on_line(&st, st.line);
         }
-        if (cc != CURLE_OK)
-            snprintf(r->why, sizeof r->why, "curl: %s", curl_easy_strerror(cc));
+        if (status == 0)
+            snprintf(r->why, sizeof r->why, "%s", why);
         else if (status != 200)
-            snprintf(r->why, sizeof r->why, "HTTP %ld", status);
+            snprintf(r->why, sizeof r->why, "HTTP %d", status);
         else if (!st.bad && !st.final_seen)
             snprintf(r->why, sizeof r->why, "no final chunk");
         else if (!st.bad && !st.done_seen)
@@ -174,9 +321,38 @@ static void *client_main(void *arg) {
             r->ok = !st.bad;
         free(st.line);
     }
-    curl_slist_free_all(hdr);
-    if (h) curl_easy_cleanup(h);
     return NULL;
+}
+
+/* "http://HOST[:PORT][/...]" (IPv6 as [::1]) -> host, port. Only plain HTTP: the load
+ * generator talks to a server on loopback or a private network. */
+static bool parse_url(const char *url, char *host, size_t host_n, char *port, size_t port_n) {
+    if (strncmp(url, "http://", 7) != 0) return false;
+    const char *h = url + 7, *e;
+    size_t hl;
+    if (*h == '[') {
+        e = strchr(h, ']');
+        if (!e) return false;
+        hl = (size_t)(e - h - 1);
+        h++;
+        e++;
+    } else {
+        e = h + strcspn(h, ":/");
+        hl = (size_t)(e - h);
+    }
+    if (hl == 0 || hl >= host_n) return false;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    if (*e == ':') {
+        size_t pl = strcspn(e + 1, "/");
+        if (pl == 0 || pl >= port_n || strspn(e + 1, "0123456789") != pl) return false;
+        memcpy(port, e + 1, pl);
+        port[pl] = '\0';
+        e += 1 + pl;
+    } else {
+        snprintf(port, port_n, "80");
+    }
+    return *e == '\0' || (*e == '/' && e[1] == '\0');
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -287,7 +463,11 @@ int main(int argc, char **argv) {
     char *body = cJSON_PrintUnformatted(b);
     cJSON_Delete(b);
 
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    char host[256], port[16];
+    if (!parse_url(o.url, host, sizeof host, port, sizeof port)) {
+        fprintf(stderr, "tinfer-loadgen: error: --url '%s': expected http://HOST[:PORT]\n", o.url);
+        return 1;
+    }
     const long total = o.clients * o.per_client;
     result *res = calloc((size_t)total, sizeof *res);
     client *cl = calloc((size_t)o.clients, sizeof *cl);
@@ -303,8 +483,9 @@ int main(int argc, char **argv) {
         cl[i].o = &o;
         cl[i].res = res + i * o.per_client;
         cl[i].body = body;
-        snprintf(cl[i].endpoint, sizeof cl[i].endpoint, "%s%s", o.url,
-                 o.chat ? "/v1/chat/completions" : "/v1/completions");
+        cl[i].host = host;
+        cl[i].port = port;
+        cl[i].path = o.chat ? "/v1/chat/completions" : "/v1/completions";
         if (pthread_create(&th[i], NULL, client_main, &cl[i]) != 0) break;
         started++;
     }
@@ -355,6 +536,5 @@ int main(int argc, char **argv) {
     free(th);
     free(ttft);
     free(rate);
-    curl_global_cleanup();
     return failed ? 1 : 0;
 }
