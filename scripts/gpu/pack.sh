@@ -60,13 +60,14 @@ for b in $bins; do
     cp "$BUILD/bin/$b" "$stage/pack/bin/"
     strip --strip-unneeded "$stage/pack/bin/$b"
 done
-# Libraries the device image may lack (the model-level binaries link libtinfer, which needs
-# cJSON, PCRE2 and OpenMP's runtime): copied into pack/lib, which run.sh puts on
-# LD_LIBRARY_PATH. The C library, the CUDA libraries and the driver stay the device's own.
+# Libraries the device image may lack (libtinfer and what it needs: cJSON, PCRE2, OpenMP's
+# runtime; the server's libmicrohttpd and GnuTLS): every library the binaries resolve here is
+# copied into pack/lib, which run.sh puts on LD_LIBRARY_PATH, except the C library's own and
+# the CUDA runtime, cuBLAS and the driver, which stay the device's.
 mkdir -p "$stage/pack/lib"
 for b in $bins; do
     ldd "$BUILD/bin/$b" | awk '$3 ~ /^\// {print $3}' |
-        grep -E '/lib(tinfer|cjson|pcre2-8|gomp|stdc\+\+|gcc_s)\.so' || true
+        grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux[^/]*)\.so|/lib(cuda|cudart|cublas|cublasLt|nvidia-[^/]*|nvrtc|nvJitLink)\.so' || true
 done | sort -u | while read -r lib; do
     cp -L "$lib" "$stage/pack/lib/"
 done
@@ -76,6 +77,17 @@ for d in $data; do
         exit 1
     fi
     cp -r --parents "$d" "$stage/pack/"
+done
+# modeldir lines: files of a model directory scripts/get-model.sh downloads (not in git), packed
+# when present; without them the steps that need them report SKIP on the device
+awk '$1 == "modeldir"' "$LIST" | while read -r _ dir files; do
+    for f in $files; do
+        if [ -f "$dir/$f" ]; then
+            cp --parents "$dir/$f" "$stage/pack/"
+        else
+            echo "note: $dir/$f not found (scripts/get-model.sh makes it): not packed" >&2
+        fi
+    done
 done
 cp "$LIST" "$stage/pack/tests.txt"
 {

@@ -110,7 +110,7 @@ fi
 l_kind=() l_name=() l_limit=() l_cmd=()
 while read -r kind name limit rest; do
     case "$kind" in '' | \#*) continue ;; esac
-    [ "$kind" = data ] || [ "$kind" = bin ] && continue
+    case "$kind" in data | bin | modeldir) continue ;; esac
     l_kind+=("$kind") l_name+=("$name") l_limit+=("$limit") l_cmd+=("${rest:-}")
 done < "$PACK/tests.txt"
 
@@ -315,7 +315,42 @@ real_model() {
 }
 phase_on test && real_model
 
+# ---- the server on the GPU: scripts/bench-server.sh with the pack's tinfer-server and
+# tinfer-loadgen, random weights of SmolLM2's config (its real tokenizer), 1-64 streams ----
+server_bench() {
+    local model=$PACK/build/models/smollm2-135m-instruct
+    if [ -z "$DEVICE" ]; then
+        record server_bench SKIP 0 "no GPU"
+        return
+    elif [ ! -x "$PACK/bin/tinfer-server" ] || [ ! -x "$PACK/bin/tinfer-loadgen" ]; then
+        record server_bench SKIP 0 "tinfer-server / tinfer-loadgen not packed"
+        return
+    elif [ ! -f "$model/tokenizer.json" ]; then
+        record server_bench SKIP 0 "no tokenizer packed (run scripts/get-model.sh before pack.sh)"
+        return
+    elif binary_broken tinfer-server || binary_broken tinfer-loadgen; then
+        record server_bench FAIL 0 "tinfer-server / tinfer-loadgen: unresolved libraries (ldd)"
+        return
+    elif [ "$(remaining)" -lt 60 ]; then
+        record server_bench SKIP 0 "time budget spent"
+        return
+    fi
+    local s0
+    s0=$(date +%s)
+    TINFER_BIN_DIR=$PACK/bin TINFER_BENCH_OUT=$LOG/bench-server timeout -k 10 $(($(remaining) - 5)) \
+        bash "$REPO/scripts/bench-server.sh" "$model" --random-weights --backend cuda \
+        --streams "1 8 32 64" --requests 4 --max-tokens 128 > "$LOG/server_bench.log" 2>&1
+    rc=$?
+    if [ "$rc" = 0 ]; then
+        record server_bench PASS $(($(date +%s) - s0)) "$(grep -E '^\| 64 ' "$LOG/server_bench.log" |
+            awk -F'|' '{printf "64 streams: %s tok/s, TTFT p50 %s ms", $4, $5}')"
+    else
+        record server_bench FAIL $(($(date +%s) - s0)) "rc $rc; $(last_line "$LOG/server_bench.log")"
+    fi
+}
+
 phase_on bench && run_benches bench
+phase_on bench && server_bench
 phase_on long && run_benches longbench profile
 
 # ---- headline rows (as in gemm/tc/README.md and gemm/decode/README.md) and the FP32 table ----
