@@ -159,6 +159,11 @@ typedef struct tinfer_backend_ops {
     /* Launch counts (tinfer_context_stats' backend fields); NULL where there are none (CPU). */
     void (*stats)(const void *cs, int64_t *graph_replays, int64_t *graph_captures,
                   int32_t *last_step_kernels);
+    /* *ptr = the host memory of activation buffer `buf` of this context (F32, [rows, width]
+     * row-major, the widths above), for work on it between two ops: the tensor-parallel
+     * backend's host all-reduce (models/backend_tp.c). NULL where the buffers are not host
+     * memory (CUDA: its ranks will sum on the device, through NCCL). */
+    tinfer_status (*buf_f32)(void *cs, tinfer_buf buf, float **ptr);
 } tinfer_backend_ops;
 
 /* The CPU backend: gemm/cpu + ops/ref, OpenMP inside each op; F32 activations and KV cache. */

@@ -277,6 +277,15 @@ static tinfer_status cpu_logits(void *cs, bool need_logits, const float **host_l
 
 static const char *cpu_last_error(const void *cs) { return ((const cpu_ctx *)cs)->err.msg; }
 
+static tinfer_status cpu_buf_f32(void *cs, tinfer_buf buf, float **ptr) {
+    cpu_ctx *c = cs;
+    *ptr = NULL;
+    if ((int)buf < 0 || buf >= TINFER_BUF_COUNT)
+        return tinfer_err_set(&c->err, TINFER_ERR_INTERNAL, "cpu backend: no buffer %d", (int)buf);
+    *ptr = c->buf[buf];
+    return TINFER_OK;
+}
+
 const tinfer_backend_ops tinfer_backend_cpu = {
     .name = "cpu",
     .model_init = cpu_model_init,
@@ -294,4 +303,5 @@ const tinfer_backend_ops tinfer_backend_cpu = {
     .attention = cpu_attention,
     .logits = cpu_logits,
     .last_error = cpu_last_error,
+    .buf_f32 = cpu_buf_f32,
 };
