@@ -77,6 +77,21 @@ typedef struct tinfer_model_params {
      * "dummy"): speed without the weights; the text it makes is noise. */
     bool random_weights;
     uint64_t random_seed;
+    /* Tensor parallelism (Megatron-style): the model runs as tp shards ("ranks"), each holding
+     * its slice of every weight (whole attention heads, a slice of the MLP and of the
+     * vocabulary), the partial outputs summed after each attention and MLP block. 0 or 1: off
+     * (the default). tp must divide the attention heads and intermediate_size, and divide the KV
+     * heads or be a multiple of them (TINFER_ERR_INVALID_ARG otherwise). On the CPU backend the
+     * shards run one after another: a check of the split, not a speed-up. On CUDA it needs a
+     * build with NCCL, which this one is not: TINFER_ERR_NO_DEVICE (also for AUTO where a GPU
+     * would be taken). */
+    int32_t tp;
+    /* CUDA only: the devices of the ranks, one per rank (n_gpus == max(tp, 1)), distinct,
+     * >= 0; NULL / 0 = devices 0, 1, ... Naming devices asks for the CUDA backend (AUTO then
+     * means CUDA; with TINFER_BACKEND_CPU it is TINFER_ERR_INVALID_ARG). Without tp the CUDA
+     * backend runs on device 0 only for now (CUDA_VISIBLE_DEVICES picks another). */
+    const int32_t *gpus;
+    int32_t n_gpus;
 } tinfer_model_params;
 
 TINFER_API tinfer_model_params tinfer_model_default_params(void);

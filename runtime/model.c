@@ -10,13 +10,22 @@
  * CUDA asked for in a build without it, or where no GPU is usable, is TINFER_ERR_NO_DEVICE with
  * the reason. tinfer_model_desc ends with the backend taken. Threads: omp_set_num_threads once
  * at load.
+ * Tensor parallelism (params.tp > 1): on the CPU the tensor-parallel backend (models/
+ * backend_tp.h) over tp CPU ranks, run one after another (a check of the split, not a
+ * speed-up); on CUDA, asked for, implied by a device list, or what AUTO would take (a usable
+ * GPU), TINFER_ERR_NO_DEVICE: it needs NCCL, which no build has yet.
  */
 #include "model_internal.h"
 
 #include "models/backend.h"
+#include "models/backend_tp.h"
 #include "models/llama.h"
 #include "random_weights.h"
 #include "safetensors.h"
+
+#ifdef TINFER_HAVE_CUDA
+#include "gemm/cuda/device.h"
+#endif
 
 #include <omp.h>
 #include <stdio.h>
@@ -73,6 +82,59 @@ void tinfer_model_free(tinfer_model *m) {
     free(m);
 }
 
+static tinfer_status tp_needs_nccl(int32_t tp) {
+    return tinfer_err_set(NULL, TINFER_ERR_NO_DEVICE,
+                          "tensor parallelism (tp %d) on CUDA needs a build with NCCL, which this "
+                          "one is not (the CPU backend runs the shards as a check)",
+                          (int)tp);
+}
+
+/* tp and the device list, before anything is loaded: out-of-range values are
+ * TINFER_ERR_INVALID_ARG; tensor parallelism on CUDA is TINFER_ERR_NO_DEVICE. A device list
+ * makes AUTO mean CUDA. Whether the model splits tp ways is models/backend_tp.c's check. */
+static tinfer_status check_parallel(tinfer_model_params *p) {
+    if (p->tp < 0 || p->tp > TINFER_TP_MAX)
+        return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
+                              "tinfer_model_load: tp %d (0 or 1: off, else 2..%d ranks)",
+                              (int)p->tp, TINFER_TP_MAX);
+    if (p->n_gpus < 0 || (p->n_gpus > 0 && !p->gpus))
+        return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
+                              "tinfer_model_load: n_gpus %d with gpus %s", (int)p->n_gpus,
+                              p->gpus ? "set" : "NULL");
+    const int32_t ranks = p->tp > 1 ? p->tp : 1;
+    if (p->n_gpus > 0) {
+        if (p->backend == TINFER_BACKEND_CPU)
+            return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
+                                  "tinfer_model_load: gpus names CUDA devices, but the backend "
+                                  "asked for is the CPU");
+        if (p->n_gpus != ranks)
+            return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
+                                  "tinfer_model_load: %d GPUs listed for %d rank%s (one per "
+                                  "rank)",
+                                  (int)p->n_gpus, (int)ranks, ranks > 1 ? "s" : "");
+        for (int32_t i = 0; i < p->n_gpus; i++) {
+            if (p->gpus[i] < 0)
+                return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
+                                      "tinfer_model_load: GPU id %d", (int)p->gpus[i]);
+            for (int32_t j = 0; j < i; j++)
+                if (p->gpus[j] == p->gpus[i])
+                    return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
+                                          "tinfer_model_load: GPU %d listed twice",
+                                          (int)p->gpus[i]);
+        }
+        if (p->backend == TINFER_BACKEND_AUTO) p->backend = TINFER_BACKEND_CUDA;
+    }
+    if (p->tp > 1 && p->backend == TINFER_BACKEND_CUDA) return tp_needs_nccl(p->tp);
+#ifdef TINFER_HAVE_CUDA
+    if (p->n_gpus == 1 && p->gpus[0] != 0)
+        return tinfer_err_set(NULL, TINFER_ERR_UNSUPPORTED,
+                              "the CUDA backend runs on device 0 for now (gpus {%d}: set "
+                              "CUDA_VISIBLE_DEVICES=%d instead)",
+                              (int)p->gpus[0], (int)p->gpus[0]);
+#endif
+    return TINFER_OK;
+}
+
 tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *params,
                                 tinfer_model **out) {
     if (out) *out = NULL;
@@ -80,6 +142,8 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
         return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG, "tinfer_model_load: NULL %s",
                               !dir ? "dir" : "out");
     tinfer_model_params p = params ? *params : tinfer_model_default_params();
+    tinfer_status rc = check_parallel(&p);
+    if (rc != TINFER_OK) return rc;
 #ifndef TINFER_HAVE_CUDA
     if (p.backend == TINFER_BACKEND_CUDA)
         return tinfer_err_set(NULL, TINFER_ERR_NO_DEVICE,
@@ -94,7 +158,6 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
     if (!m) return tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY, "out of memory (model)");
     tinfer_err sub;
     sub.msg[0] = '\0';
-    tinfer_status rc;
     tinfer_tensor_source src = {0};
     if ((rc = tinfer_config_load(dir, &m->cfg, &sub)) != TINFER_OK) goto fail_sub;
     if (p.random_weights) { /* config.json only; a tokenizer when there is one */
@@ -129,7 +192,17 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
     omp_set_num_threads(m->n_threads);
     rc = TINFER_ERR_NO_DEVICE;
 #ifdef TINFER_HAVE_CUDA
-    if (p.backend != TINFER_BACKEND_CPU) {
+    if (p.backend != TINFER_BACKEND_CPU && p.tp > 1) {
+        /* AUTO: the CPU shards only where no usable GPU would be taken */
+        tinfer_device_info dev;
+        rc = tinfer_device_probe(0, &dev, &sub);
+        if (rc == TINFER_OK || (rc != TINFER_ERR_NO_DEVICE && rc != TINFER_ERR_UNSUPPORTED)) {
+            if (rc == TINFER_OK) rc = tp_needs_nccl(p.tp);
+            else tinfer_err_copy(NULL, &sub, rc);
+            tinfer_model_free(m);
+            return rc;
+        }
+    } else if (p.backend != TINFER_BACKEND_CPU) {
         m->backend = TINFER_BACKEND_CUDA;
         m->ops = &tinfer_backend_cuda;
         rc = m->ops->model_init(&m->cfg, &m->w, m->n_threads, &m->be_state, &m->dev_w, &sub);
@@ -144,10 +217,14 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
 #endif
     if (rc != TINFER_OK) {
         m->backend = TINFER_BACKEND_CPU;
-        m->ops = &tinfer_backend_cpu;
+        m->ops = p.tp > 1 ? &tinfer_backend_tp : &tinfer_backend_cpu;
         m->be_state = NULL;
-        if ((rc = m->ops->model_init(&m->cfg, &m->w, m->n_threads, &m->be_state, &m->dev_w,
-                                     &sub)) != TINFER_OK) {
+        if (p.tp > 1)
+            rc = tinfer_tp_model_init(&tinfer_backend_cpu, p.tp, NULL, &m->cfg, &m->w,
+                                      m->n_threads, &m->be_state, &m->dev_w, &sub);
+        else
+            rc = m->ops->model_init(&m->cfg, &m->w, m->n_threads, &m->be_state, &m->dev_w, &sub);
+        if (rc != TINFER_OK) {
             tinfer_err_copy(NULL, &sub, rc);
             tinfer_model_free(m);
             return rc;
