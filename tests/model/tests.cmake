@@ -62,3 +62,17 @@ target_link_libraries(test_gpu_model PRIVATE tinfer_shared ${MATH_LIB})
 add_test(NAME gpu_model COMMAND test_gpu_model ${TINFER_MODEL_TEST_DIR}/fixtures/config-small64
                                 ${TINFER_MODEL_TEST_DIR}/fixtures/config-smollm2)
 set_tests_properties(gpu_model PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
+
+# tp (label unit): tensor parallelism on the CPU (models/backend_tp.c) against the unsplit model:
+# the tiny fixtures, a random-weight config-small64 model and a Q8_0 model the test writes, at
+# tp 2 and 4: logits of a multi-sequence prefill + decode run, 32 greedy tokens; the split's
+# errors. F32 GEMMs (TINFER_CPU_GEMM=f32) as the other model tests: the bound is about summation
+# order only.
+add_executable(test_tp ${TINFER_MODEL_TEST_DIR}/test_tp.c)
+target_include_directories(test_tp PRIVATE ${TINFER_INCLUDE_DIRS} ${PROJECT_SOURCE_DIR}/runtime)
+target_link_libraries(test_tp PRIVATE tinfer ${MATH_LIB})
+add_test(NAME tp COMMAND test_tp ${TINFER_MODEL_TEST_DIR}/fixtures/tiny-llama
+                             ${TINFER_MODEL_TEST_DIR}/fixtures/tiny-qwen2
+                             ${TINFER_MODEL_TEST_DIR}/fixtures/config-small64
+                             ${CMAKE_CURRENT_BINARY_DIR}/tp-work)
+set_tests_properties(tp PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT TINFER_CPU_GEMM=f32)
