@@ -15,12 +15,15 @@
 # and benchmark steps are skipped. Writes to $OUT (default PACK_DIR/out): gpu-logs.tar.gz (every
 # log, the benchmarks' JSON and charts, summary.json, table.txt), summary.json and table.txt.
 # Prints a short table last: step, PASS/FAIL/SKIP, seconds, key numbers.
+# GPU_RUN_STEPS (comma-separated step names, e.g. gemm_bf16,gpu_model,model_smollm2,server_bench)
+# runs only those steps of the phases asked for: a short call when device time is scarce.
 # Exit status: 1 when a step failed, else 0.
 set -u -o pipefail
 SRC=${1:-.devcarry}
 PHASES=${2:-test,memcheck,racecheck,bench}
 OUT=${OUT:-$SRC/out}
 BUDGET=${GPU_RUN_BUDGET_S:-540}
+STEPS=${GPU_RUN_STEPS:-}
 REPO=$PWD
 t0=$(date +%s)
 mkdir -p "$OUT"
@@ -107,10 +110,12 @@ if [ -n "$DEVICE" ]; then # registers and spills of the kernels, from the fatbin
 fi
 
 # ---- the list ----
+step_on() { [ -z "$STEPS" ] && return 0; case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 l_kind=() l_name=() l_limit=() l_cmd=()
 while read -r kind name limit rest; do
     case "$kind" in '' | \#*) continue ;; esac
     case "$kind" in data | bin | modeldir) continue ;; esac
+    step_on "$name" || continue
     l_kind+=("$kind") l_name+=("$name") l_limit+=("$limit") l_cmd+=("${rest:-}")
 done < "$PACK/tests.txt"
 
@@ -313,7 +318,7 @@ real_model() {
         fi
     fi
 }
-phase_on test && real_model
+phase_on test && step_on real_model && real_model
 
 # ---- the server on the GPU: scripts/bench-server.sh with the pack's tinfer-server and
 # tinfer-loadgen, random weights of SmolLM2's config (its real tokenizer), 1-64 streams ----
@@ -350,7 +355,7 @@ server_bench() {
 }
 
 phase_on bench && run_benches bench
-phase_on bench && server_bench
+phase_on bench && step_on server_bench && server_bench
 phase_on long && run_benches longbench profile
 
 # ---- headline rows (as in gemm/tc/README.md and gemm/decode/README.md) and the FP32 table ----
