@@ -6,6 +6,8 @@
 
 #include "tinfer.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* "--backend cpu|cuda|auto" -> *out; 0, or -1 for any other word (*out unchanged). */
@@ -18,6 +20,36 @@ static inline int tinfer_example_backend(const char *v, tinfer_backend *out) {
         *out = TINFER_BACKEND_AUTO;
     else
         return -1;
+    return 0;
+}
+
+/* "--tp N": N in [0, 1024] (0 or 1: off; the library says which larger values it takes);
+ * 0, or -1 for anything else (*out unchanged). */
+static inline int tinfer_example_tp(const char *v, int32_t *out) {
+    if (!v[0] || strspn(v, "0123456789") != strlen(v) || strlen(v) > 4) return -1;
+    const long n = strtol(v, NULL, 10);
+    if (n > 1024) return -1;
+    *out = (int32_t)n;
+    return 0;
+}
+
+/* "--gpus 0,1,...": at most cap distinct device ids in [0, 1023], digits and commas only, no
+ * empty item; 0 (ids[0..*n) filled), or -1 for anything else. */
+static inline int tinfer_example_gpus(const char *v, int32_t *ids, int cap, int32_t *n) {
+    int32_t k = 0;
+    for (const char *p = v;; p++) {
+        const size_t len = strspn(p, "0123456789");
+        if (len == 0 || len > 4 || k == cap) return -1;
+        const long id = strtol(p, NULL, 10);
+        if (id > 1023) return -1;
+        for (int32_t j = 0; j < k; j++)
+            if (ids[j] == id) return -1;
+        ids[k++] = (int32_t)id;
+        p += len;
+        if (*p == '\0') break;
+        if (*p != ',') return -1;
+    }
+    *n = k;
     return 0;
 }
 

@@ -48,6 +48,10 @@ static void usage(FILE *f) {
             "  --stop STR             stop when STR is generated (not printed); repeatable\n"
             "  --backend cpu|cuda|auto  compute backend (default auto)\n"
             "  --threads N            CPU threads (default: all cores)\n"
+            "  --tp N                 tensor parallelism over N shards (default 1: off); on the CPU\n"
+            "                         they run one after another: a check of the split, not faster;\n"
+            "                         on CUDA it needs a build with NCCL (none yet: an error)\n"
+            "  --gpus 0,1,...         CUDA devices, one per shard (default 0, 1, ...)\n"
             "  --ctx N                context length in tokens (default: min(model's, 4096))\n"
             "  -h, --help             this text\n"
             "Sampling defaults follow Hugging Face transformers: the model's\n"
@@ -179,6 +183,7 @@ int main(int argc, char **argv) {
     int n_stops = 0, chat = 0;
     long n_predict = 128, n_threads = 0, n_ctx = 0;
     tinfer_backend backend = TINFER_BACKEND_AUTO;
+    int32_t tp = 0, gpus[64], n_gpus = 0;
     /* CLI sampler overrides, applied after the model's generation defaults */
     int has_temp = 0, has_top_k = 0, has_top_p = 0, has_min_p = 0, has_rp = 0, has_seed = 0;
     float temp = 0, top_p = 0, min_p = 0, rp = 1;
@@ -230,6 +235,12 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--backend")) {
             if (tinfer_example_backend(v, &backend) != 0)
                 return fail("--backend: '%s' is not cpu, cuda or auto", v);
+        } else if (!strcmp(a, "--tp")) {
+            if (tinfer_example_tp(v, &tp) != 0)
+                return fail("--tp: '%s' is not an integer in [0, 1024]", v);
+        } else if (!strcmp(a, "--gpus")) {
+            if (tinfer_example_gpus(v, gpus, 64, &n_gpus) != 0)
+                return fail("--gpus: '%s' is not a list of distinct device ids (e.g. 0,1)", v);
         } else {
             return fail("unknown option '%s' (see --help)", a);
         }
@@ -250,6 +261,9 @@ int main(int argc, char **argv) {
     tinfer_model_params mp = tinfer_model_default_params();
     mp.backend = backend;
     mp.n_threads = (int32_t)n_threads;
+    mp.tp = tp;
+    mp.gpus = n_gpus ? gpus : NULL;
+    mp.n_gpus = n_gpus;
     if (tinfer_model_load(model_dir, &mp, &model) != TINFER_OK) {
         fail("%s", tinfer_last_error());
         goto done;

@@ -2,6 +2,7 @@
  * main.c — tinfer-server: an OpenAI-compatible HTTP service on the public API (tinfer.h).
  *
  *   tinfer-server -m DIR [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--backend ...]
+ *                 [--tp N] [--gpus 0,1,...]
  *
  * Start-up: the socket is opened first (so /health can answer 503 while the model loads), then
  * the model is loaded, one context of --parallel sequences x --ctx tokens is made, and the
@@ -44,6 +45,10 @@ static void usage(FILE *f) {
             "  --queue N              requests waiting for a slot before 503 (default 64)\n"
             "  --backend cpu|cuda|auto  compute backend (default auto)\n"
             "  --threads N            CPU threads (default: all cores)\n"
+            "  --tp N                 tensor parallelism over N shards (default 1: off); on the CPU\n"
+            "                         they run one after another: a check of the split, not faster;\n"
+            "                         on CUDA it needs a build with NCCL (none yet: an error)\n"
+            "  --gpus 0,1,...         CUDA devices, one per shard (default 0, 1, ...)\n"
             "  --alias NAME           model name clients pass as \"model\" (default: the "
             "directory's name)\n"
             "  --max-body BYTES       largest request body (default 1048576; larger: 413)\n"
@@ -100,6 +105,7 @@ int main(int argc, char **argv) {
     long max_body = 1 << 20, max_conn = 256, drain_s = 30, step_delay_ms = 0;
     bool quiet = false, random_weights = false;
     tinfer_backend backend = TINFER_BACKEND_AUTO;
+    int32_t tp = 0, gpus[64], n_gpus = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -148,6 +154,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--backend")) {
             if (tinfer_example_backend(v, &backend) != 0)
                 return fail("--backend: '%s' is not cpu, cuda or auto", v);
+        } else if (!strcmp(a, "--tp")) {
+            if (tinfer_example_tp(v, &tp) != 0)
+                return fail("--tp: '%s' is not an integer in [0, 1024]", v);
+        } else if (!strcmp(a, "--gpus")) {
+            if (tinfer_example_gpus(v, gpus, 64, &n_gpus) != 0)
+                return fail("--gpus: '%s' is not a list of distinct device ids (e.g. 0,1)", v);
         } else
             return fail("unknown option '%s' (see --help)", a);
         if (bad) return 1;
@@ -201,6 +213,9 @@ int main(int argc, char **argv) {
     mp.n_threads = (int32_t)threads;
     mp.random_weights = random_weights;
     mp.random_seed = 1;
+    mp.tp = tp;
+    mp.gpus = n_gpus ? gpus : NULL;
+    mp.n_gpus = n_gpus;
     if (tinfer_model_load(model_dir, &mp, &model) != TINFER_OK) {
         fail("%s", tinfer_last_error());
         goto done;

@@ -6,7 +6,8 @@
  * settings, so tinfer-generate decodes greedily by default, like HF).
  * Checks: stdout is exactly the detokenized HF greedy tokens (+ the final newline); the stderr
  * timing line has its documented form; --stop cuts the output right before the first occurrence
- * of the stop string (which is not printed); a stop string that never occurs changes nothing.
+ * of the stop string (which is not printed); a stop string that never occurs changes nothing;
+ * --tp 2 on the CPU gives the same text; bad --tp / --gpus values end with one error line.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -128,6 +129,26 @@ int main(int argc, char **argv) {
           "an absent stop string changed the output");
     free(out);
     free(err);
+
+    /* 4. --tp 2 (the CPU's tensor-parallel shards): the same greedy text; bad values: one line
+     * on stderr, exit status 1 */
+    rc = run(bin, fixture, prompt, "--backend cpu --tp 2", &out, &n_out, &err);
+    CHECK(rc == 0 && out && n_out == n_want && !memcmp(out, want, n_want),
+          "--tp 2: exit status %d, %zu bytes of output (want HF's %zu), stderr: %s", rc,
+          out ? n_out : 0, n_want, err ? err : "");
+    free(out);
+    free(err);
+    static const char *bad[] = {"--tp 3", "--tp -1", "--tp 2x", "--gpus 0,0", "--gpus 0,,1",
+                                "--backend cpu --gpus 0", "--tp 2 --backend cuda"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = run(bin, fixture, prompt, bad[i], &out, &n_out, &err);
+        const char *nl = err ? strchr(err, '\n') : NULL;
+        CHECK(rc == 1 && n_out == 0 && err && !strncmp(err, "error: ", 7) && nl && !nl[1],
+              "%s: exit status %d, stderr '%s' (want one error line)", bad[i], rc, err ? err : "");
+        if (err) printf("%-24s -> %s", bad[i], err);
+        free(out);
+        free(err);
+    }
 
     unlink(out_path);
     unlink(err_path);

@@ -7,7 +7,8 @@ Starts the server on a free port (--port 0: it names the port on stderr) and che
 endpoint, every bad input of the API with its exact status and error code, streaming against
 non-streamed text, batching equivalence (greedy requests alone and 16 at once), a 32 x 8 load
 with the metrics totals, a queue that fills (503 + Retry-After), a client that disconnects
-mid-stream (its slot is freed), junk on the socket, and a drain on SIGTERM (exit 0).
+mid-stream (its slot is freed), junk on the socket, a drain on SIGTERM (exit 0), and --tp 2
+(two CPU shards) serving the same greedy text.
 --asan: the server is an AddressSanitizer build; its stderr must hold no report at exit.
 --real: a real model (slower): fewer and shorter requests, the same checks of behaviour.
 Every wait is bounded; a failure prints what differed and exits 1.
@@ -439,7 +440,10 @@ def test_cli():
     cases = [([], "-m DIR is required"), (["-m", MODEL, "--port", "99999"], "--port"),
              (["-m", MODEL, "--parallel", "0"], "--parallel"), (["-m", MODEL, "--bogus", "1"], "unknown option"),
              (["-m", MODEL, "--backend", "tpu"], "--backend"),
-             (["-m", "/nonexistent/model", "--port", "0"], "error:")]
+             (["-m", "/nonexistent/model", "--port", "0"], "error:"),
+             (["-m", MODEL, "--tp", "two"], "--tp"), (["-m", MODEL, "--gpus", "1,1"], "--gpus"),
+             (["-m", MODEL, "--port", "0", "--tp", "3"], "attention heads"),
+             (["-m", MODEL, "--port", "0", "--tp", "2", "--backend", "cuda"], "NCCL")]
     for args, want in cases:
         p = subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=60)
         lines = [l for l in p.stderr.splitlines() if "error" in l]
@@ -470,10 +474,36 @@ def check_asan(log):
               "sanitizer report:\n" + log[-3000:])
 
 
+def test_tp(want):
+    """--tp 2: the model as two CPU shards serves the same greedy text, 4 requests at once."""
+    srv = Server("--parallel", "4", "--quiet", "--backend", "cpu", "--tp", "2")
+    try:
+        got = [None] * len(want)
+
+        def run(i):
+            got[i] = greedy(srv, TP_PROMPTS[i], 16)
+        th = [threading.Thread(target=run, args=(i,)) for i in range(len(want))]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join(300)
+        check(got == want, "--tp 2: greedy texts differ from tp 1's: %r vs %r" % (got, want))
+    finally:
+        rc, log = srv.stop(signal.SIGINT)
+    check(rc == 0, "--tp 2: exit status after SIGINT: %s\n%s" % (rc, log[-2000:]))
+    check_asan(log)
+
+
+TP_PROMPTS = ["Shard %d: the number %d." % (i, i * 11) for i in range(4)]
+
+
 def main():
     t0 = time.time()
     srv = Server("--parallel", "16" if not REAL else "8", "--quiet")
+    tp_want = None
     try:
+        if not REAL:
+            tp_want = [greedy(srv, p, 16) for p in TP_PROMPTS]
         test_endpoints(srv)
         test_bad_input(srv)
         test_junk(srv)
@@ -493,6 +523,7 @@ def main():
     check_asan(log)
     if not REAL:
         test_queue_and_cancel()
+        test_tp(tp_want)
         test_cli()
     print("%s: %d failures in %.1f s" % ("FAIL" if FAILS else "PASS", len(FAILS), time.time() - t0))
     sys.exit(1 if FAILS else 0)
