@@ -6,12 +6,15 @@
  *
  *   tinfer-bench -m DIR [-p 512] [-n 128] [-r 5] [--batch 1,8,64] [-o md|json|csv]
  *                [--backend auto|cpu|cuda] [--random-weights] [--threads N] [--png PREFIX]
+ *                [--tp 1,2,4] [--gpus 0,1,...]
  *
  * Tests (token ids are random, from a fixed seed; the KV cache is emptied before each run):
  *   ppN      one sequence's N-token prompt in ONE tinfer_decode: N / time
  *   tgN      N single-token steps of one sequence from an empty cache: N / time
  *   tgN@bB   B sequences (16-token prompts first, not timed), then N steps of one token per
  *            sequence, all B in each step (M = B): aggregate B * N / time
+ * --tp N,...: the model is loaded once per value (tensor-parallel shards; 0 or 1 off) and every
+ * test runs on each, as its own rows (backend "cpu tp2"; json / csv field tp).
  * Each test runs once untimed (warm-up), then -r times. For every test the table gives the
  * kernels its GEMMs run on (tinfer_model_route_desc), the weight-read rate of decode tests in
  * GB/s (tinfer_model_weight_bytes per step) as a percentage of the peak bandwidth, and the
@@ -258,6 +261,12 @@ static void usage(void) {
         "  --random-weights       random BF16 weights of config.json's shapes (speed only)\n"
         "  --seed N               seed of the random weights (default 1)\n"
         "  --graphs 0|1           CUDA: replay decode steps as CUDA graphs (default 1)\n"
+        "  --tp N,...             tensor parallelism over N shards (default 1: off); each value\n"
+        "                         loads the model again and runs every test as its own rows.\n"
+        "                         On the CPU the shards run one after another (a check of the\n"
+        "                         split, not faster); on CUDA it needs a build with NCCL (none\n"
+        "                         yet: an error)\n"
+        "  --gpus 0,1,...         CUDA devices, one per shard (default 0, 1, ...)\n"
         "  --no-peak              skip measuring the peaks (CPU: read bandwidth; GPU: copy\n"
         "                         bandwidth and cuBLAS BF16 GEMM) the results are compared with\n"
         "  --png PREFIX           also write PREFIX-batch.png (decode tok/s vs batch size) and\n"
@@ -299,22 +308,24 @@ static void print_results(out_fmt fmt, const char *desc, double n_params, int64_
             printf("    {\"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"batch\": %d, "
                    "\"avg_ts\": %.3f, \"stddev_ts\": %.3f, \"weight_gbs\": %.3f, "
                    "\"gflops\": %.3f, \"route\": \"%s\", \"pct_peak_bw\": %s, "
-                   "\"pct_cublas\": %s, \"kernels_per_step\": %d, \"graph_pct\": %.1f}%s\n",
+                   "\"pct_cublas\": %s, \"kernels_per_step\": %d, \"graph_pct\": %.1f, "
+                   "\"tp\": %d}%s\n",
                    r[i].name, r[i].kind == 'p' ? r[i].tokens : 0,
                    r[i].kind == 'g' ? r[i].tokens : 0, r[i].batch, r[i].mean, r[i].sd, r[i].gbs,
                    r[i].gflops, r[i].route,
                    num(b3, sizeof b3, "%.1f", pct_bw(&r[i], pk->bw_gbs), "null"),
                    num(b4, sizeof b4, "%.1f", pct_flops(&r[i], pk->gflops), "null"),
-                   (int)r[i].kernels, r[i].graph_pct, i + 1 < n ? "," : "");
+                   (int)r[i].kernels, r[i].graph_pct, (int)r[i].tp, i + 1 < n ? "," : "");
         printf("  ]\n}\n");
         return;
     }
     if (fmt == OUT_CSV) {
         printf("model,backend,threads,test,n_prompt,n_gen,batch,avg_ts,stddev_ts,weight_gbs,"
                "pct_of_read_bw,gflops,route,peak_gbs,peak_gflops,pct_peak_bw,pct_cublas,"
-               "kernels_per_step,graph_pct\n");
+               "kernels_per_step,graph_pct,tp\n");
         for (int i = 0; i < n; i++)
-            printf("\"%s\",%s,%d,%s,%d,%d,%d,%.3f,%.3f,%.3f,%.1f,%.3f,\"%s\",%s,%s,%s,%s,%d,%.1f\n",
+            printf("\"%s\",%s,%d,%s,%d,%d,%d,%.3f,%.3f,%.3f,%.1f,%.3f,\"%s\",%s,%s,%s,%s,%d,%.1f,"
+                   "%d\n",
                    desc,
                    backend, threads, r[i].name, r[i].kind == 'p' ? r[i].tokens : 0,
                    r[i].kind == 'g' ? r[i].tokens : 0, r[i].batch, r[i].mean, r[i].sd, r[i].gbs,
@@ -323,7 +334,7 @@ static void print_results(out_fmt fmt, const char *desc, double n_params, int64_
                    num(b2, sizeof b2, "%.3f", pk->gflops, ""),
                    num(b3, sizeof b3, "%.1f", pct_bw(&r[i], pk->bw_gbs), ""),
                    num(b4, sizeof b4, "%.1f", pct_flops(&r[i], pk->gflops), ""),
-                   (int)r[i].kernels, r[i].graph_pct);
+                   (int)r[i].kernels, r[i].graph_pct, (int)r[i].tp);
         return;
     }
     printf("model: %s\nparams: %.2f M, weights read per decode step: %.1f MB\n", desc,
@@ -350,7 +361,9 @@ static void print_results(out_fmt fmt, const char *desc, double n_params, int64_
             snprintf(gb, sizeof gb, "%.1f", r[i].gbs);
         else
             snprintf(gf, sizeof gf, "%.1f", r[i].gflops);
-        printf("| %s | %d | %s | %.2f ± %.2f | %s | %s | %s | %s | %s | %s |\n", backend, threads,
+        char be[32];
+        snprintf(be, sizeof be, r[i].tp > 1 ? "%s tp%d" : "%s", backend, (int)r[i].tp);
+        printf("| %s | %d | %s | %.2f ± %.2f | %s | %s | %s | %s | %s | %s |\n", be, threads,
                r[i].name, r[i].mean, r[i].sd, gb,
                num(b1, sizeof b1, "%.0f%%", pct_bw(&r[i], pk->bw_gbs), ""), gf,
                num(b2, sizeof b2, "%.0f%%", pct_flops(&r[i], pk->gflops), ""), ks, r[i].route);
@@ -360,8 +373,9 @@ static void print_results(out_fmt fmt, const char *desc, double n_params, int64_
 int main(int argc, char **argv) {
     tinfer_example_omp_policy(argv, "tinfer-bench");
     const char *dir = NULL, *png = NULL;
-    int32_t pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, batches[MAX_LIST];
-    int n_pp = 1, n_tg = 1, n_batch = 0;
+    int32_t pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, batches[MAX_LIST], tps[MAX_LIST] = {0};
+    int32_t gpus[MAX_LIST], n_gpus = 0;
+    int n_pp = 1, n_tg = 1, n_batch = 0, n_tp = 1;
     long reps = 5, threads = 0;
     unsigned long long seed = 1;
     out_fmt fmt = OUT_MD;
@@ -396,6 +410,11 @@ int main(int argc, char **argv) {
             bad = parse_list(a, v, 0, 1 << 20, tg, &n_tg);
         } else if (!strcmp(a, "--batch")) {
             bad = parse_list(a, v, 1, 4096, batches, &n_batch);
+        } else if (!strcmp(a, "--tp")) {
+            bad = parse_list(a, v, 0, 1024, tps, &n_tp);
+        } else if (!strcmp(a, "--gpus")) {
+            if (tinfer_example_gpus(v, gpus, MAX_LIST, &n_gpus) != 0)
+                return fail("--gpus: '%s' is not a list of distinct device ids (e.g. 0,1)", v);
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             errno = 0;
             reps = strtol(v, &end, 10);
@@ -438,6 +457,9 @@ int main(int argc, char **argv) {
     mp.n_threads = (int32_t)threads;
     mp.random_weights = random_w;
     mp.random_seed = seed;
+    mp.tp = tps[0];
+    mp.gpus = n_gpus ? gpus : NULL;
+    mp.n_gpus = n_gpus;
     bench b = {0};
     b.graphs = graphs;
     fprintf(stderr, "tinfer-bench: loading %s%s\n", dir, random_w ? " (random weights)" : "");
@@ -454,8 +476,17 @@ int main(int argc, char **argv) {
     b.pos = malloc((size_t)max_tok * sizeof *b.pos);
     b.seq = malloc((size_t)max_tok * sizeof *b.seq);
     b.want = malloc((size_t)max_tok);
-    test_result *res = calloc(MAX_LIST * 3, sizeof *res);
+    int n_tests = 0; /* for each --tp value */
+    for (int i = 0; i < n_pp; i++)
+        n_tests += pp[i] > 0;
+    for (int i = 0; i < n_tg; i++)
+        n_tests += tg[i] > 0 ? (n_batch ? n_batch : 1) : 0;
+    test_result *res = calloc((size_t)(n_tests * n_tp) + 1, sizeof *res);
     int rc = 1, n_res = 0;
+    char desc[512];
+    snprintf(desc, sizeof desc, "%s", tinfer_model_desc(b.model));
+    const double n_params = (double)tinfer_model_n_params(b.model);
+    const int64_t wbytes = tinfer_model_weight_bytes(b.model);
     if (!b.tok || !b.pos || !b.seq || !b.want || !res) {
         fail("out of memory");
         goto done;
@@ -473,33 +504,39 @@ int main(int argc, char **argv) {
         pk.gflops = bench_cuda_cublas_gflops();
     }
 #endif
-    int n_tests = 0;
-    for (int i = 0; i < n_pp; i++)
-        n_tests += pp[i] > 0;
-    for (int i = 0; i < n_tg; i++)
-        n_tests += tg[i] > 0 ? (n_batch ? n_batch : 1) : 0;
-    for (int i = 0; i < n_pp; i++)
-        if (pp[i] > 0 &&
-            run_test(&b, 'p', pp[i], 1, (int)reps, 0, &res[n_res], n_res, n_tests) == 0)
-            n_res++;
-        else if (pp[i] > 0)
-            goto done;
-    for (int i = 0; i < n_tg; i++) {
-        if (tg[i] <= 0) continue;
-        for (int j = 0; j < (n_batch ? n_batch : 1); j++) {
-            if (run_test(&b, 'g', tg[i], n_batch ? batches[j] : 1, (int)reps, 0, &res[n_res], n_res,
-                         n_tests) != 0)
+    for (int t = 0; t < n_tp; t++) {
+        if (t > 0) { /* the next --tp value: the model again, sharded that many ways */
+            tinfer_model_free(b.model);
+            b.model = NULL;
+            mp.tp = tps[t];
+            fprintf(stderr, "tinfer-bench: loading %s with --tp %d\n", dir, (int)tps[t]);
+            if (tinfer_model_load(dir, &mp, &b.model) != TINFER_OK) {
+                fail("--tp %d: %s", (int)tps[t], tinfer_last_error());
                 goto done;
-            n_res++;
+            }
         }
+        const int first = n_res;
+        for (int i = 0; i < n_pp; i++)
+            if (pp[i] > 0 && run_test(&b, 'p', pp[i], 1, (int)reps, 0, &res[n_res], n_res,
+                                      n_tests * n_tp) == 0)
+                n_res++;
+            else if (pp[i] > 0)
+                goto done;
+        for (int i = 0; i < n_tg; i++) {
+            if (tg[i] <= 0) continue;
+            for (int j = 0; j < (n_batch ? n_batch : 1); j++) {
+                if (run_test(&b, 'g', tg[i], n_batch ? batches[j] : 1, (int)reps, 0, &res[n_res],
+                             n_res, n_tests * n_tp) != 0)
+                    goto done;
+                n_res++;
+            }
+        }
+        for (int i = first; i < n_res; i++)
+            res[i].tp = tps[t];
     }
     if (isatty(2)) fprintf(stderr, "\r%60s\r", "");
-    print_results(fmt, tinfer_model_desc(b.model), (double)tinfer_model_n_params(b.model),
-                  tinfer_model_weight_bytes(b.model), pk.where, n_threads, &pk, res, n_res);
-    rc = png ? bench_write_pngs(png, tinfer_model_desc(b.model),
-                                (double)tinfer_model_n_params(b.model),
-                                (double)tinfer_model_weight_bytes(b.model), &pk, res, n_res)
-             : 0;
+    print_results(fmt, desc, n_params, wbytes, pk.where, n_threads, &pk, res, n_res);
+    rc = png ? bench_write_pngs(png, desc, n_params, (double)wbytes, &pk, res, n_res) : 0;
 done:
     free(b.tok);
     free(b.pos);

@@ -11,6 +11,7 @@ typedef struct test_result {
     char name[32];
     char kind; /* 'p' prefill, 'g' decode */
     int32_t tokens, batch;
+    int32_t tp;      /* tensor-parallel shards of the model it ran on (0: off) */
     double mean, sd; /* tok/s (decode with batch B: aggregate over the B sequences) */
     double gbs;      /* decode: weight bytes read per second */
     double gflops;   /* prefill */

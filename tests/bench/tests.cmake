@@ -3,6 +3,7 @@
 #    seed gives the same logits on any thread count, another seed others.
 #  - bench_cli: every test kind on the tiny fixture, JSON out (the batched decode test named).
 #  - bench_random: tinfer-bench --random-weights on the config-only directory, CSV out.
+#  - bench_tp: --tp 1,2: each test once per value (json field tp; the 2-shard rows' route).
 #  - bench_png: tinfer-bench --png on the tiny fixture writes both charts as PNG files
 #    (check_png.cmake), into the build tree (tests/bench-png-*.png).
 set(_cfg_only ${CMAKE_CURRENT_BINARY_DIR}/config-only)
@@ -21,5 +22,10 @@ add_test(NAME bench_png COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:tinfer-be
                                  -DMODEL=${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama
                                  -DPREFIX=${CMAKE_CURRENT_BINARY_DIR}/bench-png
                                  -P ${CMAKE_CURRENT_LIST_DIR}/check_png.cmake)
-set_tests_properties(random_weights bench_cli bench_random bench_png PROPERTIES LABELS unit
+# bench_tp: --tp 1,2 runs every test on the unsplit and the 2-shard model, as rows of their own.
+add_test(NAME bench_tp COMMAND tinfer-bench -m ${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama
+                               --backend cpu --tp 1,2 -p 16 -n 2 -r 1 -o json --no-peak)
+set_tests_properties(bench_tp PROPERTIES PASS_REGULAR_EXPRESSION
+                     "\"test\": \"pp16\".*\"tp\": 1}.*\"test\": \"tg2\".*\"route\": \"tp 2: [^\"]*\".*\"tp\": 2}")
+set_tests_properties(random_weights bench_cli bench_random bench_png bench_tp PROPERTIES LABELS unit
                      TIMEOUT 120)
