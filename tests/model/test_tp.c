@@ -15,7 +15,7 @@
  *   2. 32 greedy tokens (argmax only: logits mode 2) of each model decoding alone are equal.
  * Errors (each a one-line message, no model made): tp 3 on 4 heads; 6 ranks over 4 KV heads;
  * tp 2 with intermediate_size 201; a Q8_0 o_proj whose per-rank columns are not whole blocks;
- * tp 2 with the CUDA backend (NCCL); tp -1 and 1000; device lists that do not fit; CUDA-like
+ * tp 2 with the CUDA backend (NCCL), and with AUTO where a GPU is usable; tp -1 and 1000; device lists that do not fit; CUDA-like
  * ranks without host buffers (buf_f32 NULL) refused by the host all-reduce.
  */
 #include "model_internal.h"
@@ -413,6 +413,20 @@ static void errors(const char *tiny, const char *work) {
     expect_fail(tiny, &mp, TINFER_ERR_INVALID_ARG, "CUDA devices", "gpus with the CPU");
     mp.gpus = NULL;
     mp.n_gpus = 0;
+    /* AUTO: the CPU shards where no usable GPU is present, else NCCL's error */
+    mp.backend = TINFER_BACKEND_AUTO;
+    tinfer_model *m = NULL;
+    const tinfer_status rc_auto = tinfer_model_load(tiny, &mp, &m);
+    CHECK(rc_auto == TINFER_OK
+              ? tinfer_model_backend(m) == TINFER_BACKEND_CPU &&
+                    strstr(tinfer_model_desc(m), "tensor-parallel")
+              : rc_auto == TINFER_ERR_NO_DEVICE && !m && strstr(tinfer_last_error(), "NCCL"),
+          "tp 2, backend auto: status %d, '%s'", (int)rc_auto,
+          m ? tinfer_model_desc(m) : tinfer_last_error());
+    printf("tp 2, backend auto              -> %s\n",
+           m ? tinfer_model_desc(m) : tinfer_last_error());
+    tinfer_model_free(m);
+    mp.backend = TINFER_BACKEND_CPU;
 
     char dir[4096];
     mp.random_weights = true;
@@ -433,7 +447,7 @@ static void errors(const char *tiny, const char *work) {
     expect_fail(dir, &mp, TINFER_ERR_INVALID_ARG, "Q8_0", "tp 4, Q8_0 o_proj of 16 columns");
 
     /* ranks whose buffers are not host memory (a CUDA build's ranks before NCCL) */
-    tinfer_model *m = load(tiny, 1, false);
+    m = load(tiny, 1, false);
     CHECK(m, "tiny load");
     if (!m) return;
     g_no_host = tinfer_backend_cpu;
