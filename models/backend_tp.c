@@ -63,7 +63,7 @@ typedef struct tp_model {
     tp_desc *desc;                    /* [n_desc]: tok_embd, out_norm, lm_head, 6 a layer */
     tp_slot *slots;                   /* [n_desc * n_rank] */
     int32_t n_desc;
-    tinfer_llama_weights w;           /* this backend's weights: entries name descriptors */
+    tinfer_llama_weights w; /* this backend's weights: entries name descriptors */
     char text[256];
 } tp_model;
 
@@ -215,8 +215,8 @@ static void shard_rank(const tp_model *m, int32_t r, const tinfer_llama_weights 
                                        (size_t)m->v0[r] * row_bytes(lm->dtype, E),
                                    lm->dtype, NULL};
     if (lm->scale)
-        out->lm_head.scale = (const unsigned char *)lm->scale +
-                             (size_t)m->v0[r] * scale_row_bytes(lm->dtype, E);
+        out->lm_head.scale =
+            (const unsigned char *)lm->scale + (size_t)m->v0[r] * scale_row_bytes(lm->dtype, E);
     for (int32_t l = 0; l < hw->n_layer; l++) {
         const tinfer_llama_layer *hl = &hw->layers[l];
         tinfer_llama_layer dummy, *ly = out->layers ? &out->layers[l] : &dummy;
@@ -344,7 +344,8 @@ static void make_descs(tp_model *m, const tinfer_llama_weights *hw) {
 #define SLOTS(field, n_, k_)                                                                       \
     for (int32_t r = 0; r < m->n_rank; r++)                                                        \
     d->rank[r] = (tp_slot){&m->dev[r]->field, NULL, (n_), (k_)}
-#define NAMED(dst, src) (dst) = (tinfer_weight){d, (src).dtype, NULL}
+#define NAMED(dst, src)                                                                            \
+    (dst) = (tinfer_weight) { d, (src).dtype, NULL }
     d = desc_at(m, 0, TP_REPL, V, E);
     SLOTS(tok_embd, V, E);
     NAMED(m->w.tok_embd, hw->tok_embd);
@@ -436,16 +437,16 @@ tinfer_status tinfer_tp_model_init(const tinfer_backend_ops *rank_ops, int32_t n
         shard_rank(m, r, host_w, &a, &m->rw[r]); /* count */
         m->arena[r] = aligned_alloc(64, (a.used + 63) & ~(size_t)63);
         if (!m->arena[r]) {
-            rc = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
-                                "out of memory: %zu bytes for tp rank %d's weights", a.used,
-                                (int)r);
+            rc =
+                tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
+                               "out of memory: %zu bytes for tp rank %d's weights", a.used, (int)r);
             tp_model_free(m);
             return rc;
         }
         a = (arena){m->arena[r], 0};
         shard_rank(m, r, host_w, &a, &m->rw[r]); /* copy */
-        if ((rc = rank_ops->model_init(&m->rcfg[r], &m->rw[r], n_threads, &m->state[r],
-                                       &m->dev[r], err)) != TINFER_OK) {
+        if ((rc = rank_ops->model_init(&m->rcfg[r], &m->rw[r], n_threads, &m->state[r], &m->dev[r],
+                                       err)) != TINFER_OK) {
             tp_model_free(m);
             return rc;
         }
@@ -471,7 +472,8 @@ static int64_t tp_weight_bytes(const void *state) {
 static void tp_route_desc(const void *state, int32_t n_tokens, char *buf, size_t cap) {
     const tp_model *m = state;
     const int k = snprintf(buf, cap, "tp %d: ", (int)m->n_rank);
-    if (k > 0 && (size_t)k < cap) m->ops->route_desc(m->state[0], n_tokens, buf + k, cap - (size_t)k);
+    if (k > 0 && (size_t)k < cap)
+        m->ops->route_desc(m->state[0], n_tokens, buf + k, cap - (size_t)k);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -504,8 +506,8 @@ static tinfer_status tp_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx
     c->ids = malloc((size_t)c->cap * sizeof(int32_t));
     if (!c->rcs || !c->logits || !c->ids) {
         tp_ctx_free(c);
-        return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
-                              "out of memory: tp logits for %d rows", (int)n_seq);
+        return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory: tp logits for %d rows",
+                              (int)n_seq);
     }
     for (int32_t r = 0; r < m->n_rank; r++) {
         const tinfer_status rc = m->ops->ctx_init(m->state[r], n_seq, n_ctx, n_batch, n_threads,
@@ -523,8 +525,7 @@ static tinfer_status tp_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx
 /* One forward                                                                              */
 
 static tinfer_status rank_failed(tp_ctx *c, int32_t r, tinfer_status rc) {
-    return tinfer_err_set(&c->err, rc, "tp rank %d: %s", (int)r,
-                          c->m->ops->last_error(c->rcs[r]));
+    return tinfer_err_set(&c->err, rc, "tp rank %d: %s", (int)r, c->m->ops->last_error(c->rcs[r]));
 }
 
 /* Runs `call` (which names rank r) on every rank in turn; the first failure is reported. */
@@ -546,8 +547,8 @@ static tinfer_status tp_begin(void *cs, const tinfer_batch_plan *plan) {
     tp_ctx *c = cs;
     c->plan = plan;
     if (plan->n_out > c->cap) { /* grows only past the most rows any step asked for */
-        float *p = realloc(c->logits, (size_t)plan->n_out * (size_t)c->m->cfg->n_vocab *
-                                          sizeof(float));
+        float *p =
+            realloc(c->logits, (size_t)plan->n_out * (size_t)c->m->cfg->n_vocab * sizeof(float));
         if (p) c->logits = p;
         int32_t *ids = p ? realloc(c->ids, (size_t)plan->n_out * sizeof(int32_t)) : NULL;
         if (!ids)
@@ -598,8 +599,7 @@ static tinfer_status tp_matmul(void *cs, tinfer_buf y, tinfer_buf x, const tinfe
     /* input-split: rank 0 adds its partial product and the bias to Y (the residual), every
      * other rank stores its partial product in its Y; the all-reduce sums them */
     EACH_RANK(ops->matmul(c->rcs[r], y, x, d->rank[r].w, has_bias ? d->rank[r].b : NULL,
-                          d->rank[r].N, d->rank[r].K, r == 0 ? epi : TINFER_EPI_STORE,
-                          rows_out));
+                          d->rank[r].N, d->rank[r].K, r == 0 ? epi : TINFER_EPI_STORE, rows_out));
     /* Y is [rows, N] contiguous (the residual stream X, width E = N) */
     const int64_t rows = rows_out ? c->plan->n_out : c->plan->n;
     return c->m->ar->sum(c->m->ar->self, ops, c->rcs, c->m->n_rank, y, rows * N, &c->err);
@@ -634,8 +634,8 @@ static tinfer_status tp_logits(void *cs, bool need_logits, const float **host_lo
         if (rc != TINFER_OK) return rank_failed(c, r, rc);
         const int64_t vr = m->v0[r + 1] - m->v0[r];
         for (int32_t j = 0; j < n_out; j++)
-            memcpy(c->logits + (size_t)j * (size_t)V + (size_t)m->v0[r], lg + (size_t)j * (size_t)vr,
-                   (size_t)vr * sizeof(float));
+            memcpy(c->logits + (size_t)j * (size_t)V + (size_t)m->v0[r],
+                   lg + (size_t)j * (size_t)vr, (size_t)vr * sizeof(float));
     }
     for (int32_t j = 0; j < n_out; j++) {
         const float *x = c->logits + (size_t)j * (size_t)V;

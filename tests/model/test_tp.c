@@ -15,8 +15,9 @@
  *   2. 32 greedy tokens (argmax only: logits mode 2) of each model decoding alone are equal.
  * Errors (each a one-line message, no model made): tp 3 on 4 heads; 6 ranks over 4 KV heads;
  * tp 2 with intermediate_size 201; a Q8_0 o_proj whose per-rank columns are not whole blocks;
- * tp 2 with the CUDA backend (NCCL), and with AUTO where a GPU is usable; tp -1 and 1000; device lists that do not fit; CUDA-like
- * ranks without host buffers (buf_f32 NULL) refused by the host all-reduce.
+ * tp 2 with the CUDA backend (NCCL), and with AUTO where a GPU is usable; tp -1 and 1000; device
+ * lists that do not fit; CUDA-like ranks without host buffers (buf_f32 NULL) refused by the host
+ * all-reduce.
  */
 #include "model_internal.h"
 #include "test_util.h"
@@ -110,7 +111,8 @@ static double mixed_run(tinfer_model *m1, tinfer_model *mt, const char *what) {
         int8_t want[64];
         for (int32_t q = 0; q < N_SEQ; q++) { /* sequence q starts at step q, then decodes */
             qk[q] = step == q ? prompt[q] : step > q ? 1 : 0;
-            for (int32_t i = 0; i < qk[q]; i++) qt[q][i] = step == q ? rand_tok(V) : next[q];
+            for (int32_t i = 0; i < qk[q]; i++)
+                qt[q][i] = step == q ? rand_tok(V) : next[q];
         }
         /* the sequences' entries interleaved (the plan sorts them), each in position order */
         for (int32_t i = 0, any = 1; any; i++) {
@@ -121,8 +123,10 @@ static double mixed_run(tinfer_model *m1, tinfer_model *mt, const char *what) {
                     n++, any = 1;
                 }
         }
-        for (int32_t q = 0; q < N_SEQ; q++) len[q] += qk[q];
-        for (int32_t i = 0; i < n; i++) want[i] = 1;
+        for (int32_t q = 0; q < N_SEQ; q++)
+            len[q] += qk[q];
+        for (int32_t i = 0; i < n; i++)
+            want[i] = 1;
         tinfer_batch b = {n, tok, pos, seq, want};
         const tinfer_status r1 = tinfer_decode(c1, &b), rt = tinfer_decode(ct, &b);
         CHECK(r1 == TINFER_OK && rt == TINFER_OK, "%s step %d: %s", what, (int)step,
@@ -158,7 +162,8 @@ static int greedy(tinfer_model *m, int32_t *out) {
     int32_t tok[8], pos[8], seq[8] = {0};
     uint64_t save = g_rng;
     g_rng = 12345; /* the same prompt for every model */
-    for (int32_t i = 0; i < 8; i++) tok[i] = rand_tok(V), pos[i] = i;
+    for (int32_t i = 0; i < 8; i++)
+        tok[i] = rand_tok(V), pos[i] = i;
     g_rng = save;
     int8_t want[8] = {0, 0, 0, 0, 0, 0, 0, 2};
     tinfer_batch b = {8, tok, pos, seq, want};
@@ -201,11 +206,12 @@ static void compare(const char *name, const char *dir, bool random_w, double tol
         int32_t gt[N_GREEDY];
         CHECK(greedy(mt, gt) == 0, "%s: greedy: %s", what, tinfer_last_error());
         int32_t same = 0;
-        while (same < N_GREEDY && gt[same] == g1[same]) same++;
+        while (same < N_GREEDY && gt[same] == g1[same])
+            same++;
         CHECK(same == N_GREEDY, "%s: greedy token %d is %d, tp 1's %d", what, (int)same,
               (int)gt[same < N_GREEDY ? same : 0], (int)g1[same < N_GREEDY ? same : 0]);
-        printf("%-22s logits max rel diff %.3g (bound %.0e), %d/%d greedy tokens equal; %s\n",
-               what, d, tol, (int)same, N_GREEDY, tinfer_model_desc(mt));
+        printf("%-22s logits max rel diff %.3g (bound %.0e), %d/%d greedy tokens equal; %s\n", what,
+               d, tol, (int)same, N_GREEDY, tinfer_model_desc(mt));
         tinfer_model_free(mt);
     }
     tinfer_model_free(m1);
@@ -237,7 +243,8 @@ static st_tensor *add_t(st_tensor *t, int *n, const char *name, const char *dt, 
 static void add_f32(st_tensor *t, int *n, const char *name, int64_t d0, int64_t d1, float c,
                     float a) {
     st_tensor *x = add_t(t, n, name, "F32", d0, d1, 4);
-    for (size_t i = 0; i < x->bytes / 4; i++) ((float *)x->data)[i] = c + rand_f(a);
+    for (size_t i = 0; i < x->bytes / 4; i++)
+        ((float *)x->data)[i] = c + rand_f(a);
 }
 
 /* A Q8_0 matrix [N, K] quantized from random values in [-a, a]: `name` I8 + `name`_scale F16. */
@@ -248,7 +255,8 @@ static void add_q8(st_tensor *t, int *n, const char *name, int64_t N, int64_t K,
     st_tensor *s = add_t(t, n, sn, "F16", N, K / 32, 2);
     float w[32];
     for (int64_t b = 0; b < N * K / 32; b++) {
-        for (int i = 0; i < 32; i++) w[i] = rand_f(a);
+        for (int i = 0; i < 32; i++)
+            w[i] = rand_f(a);
         tinfer_q8_0_quantize_block(w, (int8_t *)q->data + b * 32, (uint16_t *)s->data + b);
     }
 }
@@ -277,7 +285,8 @@ static int write_q8_model(const char *dir, const char *tokenizer, int E, int H, 
             "\"num_attention_heads\": %d, \"num_key_value_heads\": %d, \"head_dim\": %d, "
             "\"max_position_embeddings\": 256, \"rms_norm_eps\": 1e-05, \"rope_theta\": 10000.0, "
             "\"vocab_size\": %d, \"tie_word_embeddings\": false, \"bos_token_id\": 1, "
-            "\"eos_token_id\": 3, \"attention_bias\": true, \"quantization_config\": {\"quant_method\": \"q8_0\", "
+            "\"eos_token_id\": 3, \"attention_bias\": true, \"quantization_config\": "
+            "{\"quant_method\": \"q8_0\", "
             "\"group_size\": 32}}\n",
             E, F, L, H, Hkv, D, V);
     if (fclose(f) != 0) return -1;
@@ -338,16 +347,20 @@ static int write_q8_model(const char *dir, const char *tokenizer, int E, int H, 
         off += sorted[i].bytes;
     }
     h += (size_t)snprintf(hdr + h, 65536 - h, "}");
-    while (h % 8) hdr[h++] = ' '; /* the data section starts 8-byte aligned */
+    while (h % 8)
+        hdr[h++] = ' '; /* the data section starts 8-byte aligned */
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     f = fopen(path, "wb");
     int ok = f != NULL;
     uint8_t len[8];
-    for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)h >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        len[i] = (uint8_t)((uint64_t)h >> (8 * i));
     ok = ok && fwrite(len, 1, 8, f) == 8 && fwrite(hdr, 1, h, f) == h;
-    for (int i = 0; ok && i < k; i++) ok = fwrite(sorted[i].data, 1, sorted[i].bytes, f) == sorted[i].bytes;
+    for (int i = 0; ok && i < k; i++)
+        ok = fwrite(sorted[i].data, 1, sorted[i].bytes, f) == sorted[i].bytes;
     if (f) ok &= fclose(f) == 0;
-    for (int i = 0; i < n; i++) free(t[i].data);
+    for (int i = 0; i < n; i++)
+        free(t[i].data);
     free(hdr);
     return ok ? 0 : -1;
 }
