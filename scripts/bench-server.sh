@@ -9,7 +9,8 @@
 #                                                    is enough: speed without the weights)
 #                                [--requests N] [--max-tokens N] (per client; default 2 x 64)
 #                                [--update-readme]   (the table between examples/server/README.md's
-#                                                     server-table markers)
+#                                                     server-table markers; server-table-gpu for
+#                                                     the CUDA backend)
 # TINFER_BUILD_DIR (default build) holds bin/ and models/; TINFER_BIN_DIR and TINFER_BENCH_OUT
 # override where the two programs are and where the results go (scripts/gpu/run.sh runs this on
 # the device with the pack's binaries). Needs bash and python3; curl is not needed.
@@ -76,14 +77,17 @@ done
 } > "$table"
 cat "$table"
 if [ "$update" = 1 ]; then
-  python3 - "$table" <<'PY'
+  marker=server-table
+  case $desc in *", cuda "*) marker=server-table-gpu ;; esac # the GPU's table beside the CPU's
+  python3 - "$table" "$marker" <<'PY'
 import re, sys
 p = "examples/server/README.md"
 doc = open(p).read()
-new = "<!-- server-table:begin -->\n" + open(sys.argv[1]).read().strip() + "\n<!-- server-table:end -->"
-doc, n = re.subn(r"<!-- server-table:begin -->.*?<!-- server-table:end -->", new, doc, flags=re.S)
+m = sys.argv[2]
+new = "<!-- %s:begin -->\n" % m + open(sys.argv[1]).read().strip() + "\n<!-- %s:end -->" % m
+doc, n = re.subn(r"<!-- %s:begin -->.*?<!-- %s:end -->" % (m, m), new, doc, flags=re.S)
 if n != 1:
-    sys.exit("bench-server: no server-table markers in " + p)
+    sys.exit("bench-server: no %s markers in %s" % (m, p))
 open(p, "w").write(doc)
 PY
 fi
