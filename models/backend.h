@@ -125,6 +125,8 @@ typedef struct tinfer_backend_ops {
     tinfer_status (*ctx_init)(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
                               int32_t n_threads /* CPU threads, <= 0: the model's */,
                               bool graphs /* a GPU may replay decode steps as graphs */,
+                              bool fused_decode /* a GPU may run a small model's decode step
+                                                 * as one kernel */,
                               void **ctx_state, tinfer_err *err);
     void (*ctx_free)(void *ctx_state);
 
@@ -158,7 +160,7 @@ typedef struct tinfer_backend_ops {
     const char *(*last_error)(const void *cs);
     /* Launch counts (tinfer_context_stats' backend fields); NULL where there are none (CPU). */
     void (*stats)(const void *cs, int64_t *graph_replays, int64_t *graph_captures,
-                  int32_t *last_step_kernels);
+                  int32_t *last_step_kernels, int64_t *fused_steps);
     /* *ptr = the host memory of activation buffer `buf` of this context (F32, [rows, width]
      * row-major, the widths above), for work on it between two ops: the tensor-parallel
      * backend's host all-reduce (models/backend_tp.c). NULL where the buffers are not host

@@ -39,8 +39,17 @@ typedef struct cuda_model {
     size_t wbytes;
     tinfer_llama_weights w; /* device views of wmem */
     float *inv_freq;        /* device F32 [head_dim / 2]: RoPE's inverse frequencies */
+    /* the fused decode step's view of the weights (ops/cuda/decode_step.cu): layers device
+     * [n_layer]; used for small models only (fused_ok) */
+    tinfer_op_cuda_step_model step;
+    tinfer_op_cuda_step_layer *step_layers;
     char desc[320];
 } cuda_model;
+
+/* Models up to this many bytes of weights run their decode steps of up to
+ * TINFER_OP_CUDA_STEP_MAX_B tokens as one fused kernel: there, each op-by-op kernel costs more
+ * in latency than its weight bytes take to read. Larger models stream at bandwidth op by op. */
+#define FUSED_MAX_WEIGHT_BYTES ((size_t)1 << 30)
 
 /* One op of the step, recorded when the forward pass calls it and run in logits(): eagerly, or
  * into a CUDA graph. The arguments are what the ops were called with; the buffers and the
@@ -96,6 +105,10 @@ typedef struct cuda_ctx {
     uint64_t g_clock;
     int64_t n_replays, n_captures; /* tinfer_context_stats */
     int32_t last_kernels;          /* kernels of the last step (0: it ran eagerly) */
+    /* decode steps of small models as one fused kernel (tinfer_context_params.cuda_fused_decode) */
+    bool fused;
+    uint32_t *bar;   /* device [2]: the fused kernel's grid barrier */
+    int64_t n_fused; /* steps run fused (tinfer_context_stats) */
 } cuda_ctx;
 
 #define CUDA_OK(err, call, what)                                                                   \
@@ -156,6 +169,7 @@ static void cuda_model_free(void *state) {
     if (!m) return;
     cudaFree(m->wmem);
     cudaFree(m->inv_freq);
+    cudaFree(m->step_layers);
     free(m->w.layers);
     free(m);
 }
@@ -249,6 +263,31 @@ static tinfer_status cuda_model_init(const tinfer_llama_config *cfg, const tinfe
         rc = tinfer_err_set(err, TINFER_ERR_CUDA, "cuda backend: RoPE table upload failed");
         goto fail;
     }
+    /* the fused decode step's table of layer pointers */
+    tinfer_op_cuda_step_layer *sl = calloc((size_t)cfg->n_layer, sizeof *sl);
+    if (!sl) {
+        rc = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (layer table)");
+        goto fail;
+    }
+    for (int32_t l = 0; l < cfg->n_layer; l++) {
+        const tinfer_llama_layer *d = &m->w.layers[l];
+        sl[l] = (tinfer_op_cuda_step_layer){d->attn_norm.data, d->wqkv.data, d->bqkv.data,
+                                            d->wo.data,        d->bo.data,   d->ffn_norm.data,
+                                            d->wgu.data,       d->wdown.data};
+    }
+    const size_t sl_bytes = (size_t)cfg->n_layer * sizeof *sl;
+    if (cudaMalloc((void **)&m->step_layers, sl_bytes) != cudaSuccess ||
+        cudaMemcpy(m->step_layers, sl, sl_bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+        cudaGetLastError();
+        free(sl);
+        rc = tinfer_err_set(err, TINFER_ERR_CUDA, "cuda backend: layer table upload failed");
+        goto fail;
+    }
+    free(sl);
+    m->step = (tinfer_op_cuda_step_model){cfg->n_layer,      cfg->n_embd,       cfg->n_ff,
+                                          cfg->n_vocab,      cfg->rms_norm_eps, m->step_layers,
+                                          m->w.tok_embd.data, m->w.out_norm.data, m->w.lm_head.data,
+                                          m->inv_freq};
     /* the uploads above are pageable copies, which may return before their DMA lands; the
      * kernels run on non-blocking streams: wait here, once */
     if (cudaDeviceSynchronize() != cudaSuccess) {
@@ -322,6 +361,7 @@ static void cuda_ctx_free(void *cs) {
     free(c->cmds);
     if (c->logits_own) cudaFree(c->logits);
     cudaFree(c->mem);
+    cudaFree(c->bar);
     cudaFreeHost(c->h_logits);
     cudaFreeHost(c->h_meta);
     cudaFreeHost(c->h_ids);
@@ -330,8 +370,8 @@ static void cuda_ctx_free(void *cs) {
 }
 
 static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
-                                   int32_t n_threads, bool graphs, void **ctx_state,
-                                   tinfer_err *err) {
+                                   int32_t n_threads, bool graphs, bool fused_decode,
+                                   void **ctx_state, tinfer_err *err) {
     (void)n_threads;
     const cuda_model *m = model_state;
     const tinfer_llama_config *cfg = m->cfg;
@@ -343,6 +383,7 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
     c->n_batch = n_batch;
     c->n_logits = n_seq < n_batch ? n_seq : n_batch;
     c->graphs = graphs;
+    c->fused = fused_decode;
     c->cap_cmds = 8 * cfg->n_layer + 8; /* llama.c: 2 + 7 per layer + 2 */
     c->cmds = malloc((size_t)c->cap_cmds * sizeof *c->cmds);
     if (!c->cmds) {
@@ -377,7 +418,9 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
         cudaMalloc((void **)&c->mem, p->total) != cudaSuccess ||
         cudaMallocHost((void **)&c->h_logits, p->logits_bytes) != cudaSuccess ||
         cudaMallocHost((void **)&c->h_meta, p->meta_bytes) != cudaSuccess ||
-        cudaMallocHost((void **)&c->h_ids, (size_t)n_batch * sizeof(int32_t)) != cudaSuccess) {
+        cudaMallocHost((void **)&c->h_ids, (size_t)n_batch * sizeof(int32_t)) != cudaSuccess ||
+        cudaMalloc((void **)&c->bar, 2 * sizeof(uint32_t)) != cudaSuccess ||
+        cudaMemset(c->bar, 0, 2 * sizeof(uint32_t)) != cudaSuccess) {
         cudaGetLastError();
         rc = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
                             "cuda backend: allocating the context's %zu device bytes (+ %zu "
@@ -646,6 +689,77 @@ static tinfer_status run_step(cuda_ctx *c) {
     return rc;
 }
 
+/* Whether the recorded step is the forward pass of models/llama.c over this model's weights, op
+ * for op, so the fused kernel may run it instead (any other sequence runs op by op). */
+static bool cmds_standard(const cuda_ctx *c) {
+    const cuda_model *m = c->m;
+    const tinfer_llama_config *cfg = m->cfg;
+    const int32_t L = cfg->n_layer, E = cfg->n_embd;
+    const int64_t Q = (int64_t)cfg->n_head * cfg->head_dim,
+                  QKV = Q + 2 * (int64_t)cfg->n_head_kv * cfg->head_dim, F = cfg->n_ff;
+    const bool logits = c->bp->n_out > 0;
+    if (c->n_cmds != 1 + 8 * L + (logits ? 2 : 0)) return false;
+    const cmd *o = c->cmds;
+    if (o[0].kind != CMD_EMBED || o[0].y != TINFER_BUF_X || o[0].w != &m->w.tok_embd) return false;
+    for (int32_t l = 0; l < L; l++) {
+        const cmd *k = o + 1 + 8 * l;
+        const tinfer_llama_layer *ly = &m->w.layers[l];
+        if (k[0].kind != CMD_RMSNORM || k[0].x != TINFER_BUF_X || k[0].y != TINFER_BUF_XB ||
+            k[0].w != &ly->attn_norm || k[0].rows_out || k[0].eps != cfg->rms_norm_eps ||
+            k[1].kind != CMD_MATMUL || k[1].x != TINFER_BUF_XB || k[1].y != TINFER_BUF_QKV ||
+            k[1].w != &ly->wqkv || k[1].bias != &ly->bqkv || k[1].N != QKV || k[1].K != E ||
+            k[1].epi != TINFER_EPI_STORE || k[1].rows_out || k[2].kind != CMD_ROPE_KV ||
+            k[2].layer != l || k[3].kind != CMD_ATTENTION || k[3].layer != l ||
+            k[4].kind != CMD_MATMUL || k[4].x != TINFER_BUF_ATT || k[4].y != TINFER_BUF_X ||
+            k[4].w != &ly->wo || (k[4].bias && k[4].bias != &ly->bo) || k[4].N != E ||
+            k[4].K != Q || k[4].epi != TINFER_EPI_RESIDUAL || k[4].rows_out ||
+            k[5].kind != CMD_RMSNORM || k[5].x != TINFER_BUF_X || k[5].y != TINFER_BUF_XB ||
+            k[5].w != &ly->ffn_norm || k[5].rows_out || k[5].eps != cfg->rms_norm_eps ||
+            k[6].kind != CMD_MATMUL || k[6].x != TINFER_BUF_XB || k[6].y != TINFER_BUF_ACT ||
+            k[6].w != &ly->wgu || (k[6].bias && k[6].bias->data) || k[6].N != 2 * F ||
+            k[6].K != E || k[6].epi != TINFER_EPI_SWIGLU || k[6].rows_out ||
+            k[7].kind != CMD_MATMUL || k[7].x != TINFER_BUF_ACT || k[7].y != TINFER_BUF_X ||
+            k[7].w != &ly->wdown || (k[7].bias && k[7].bias->data) || k[7].N != E ||
+            k[7].K != F || k[7].epi != TINFER_EPI_RESIDUAL || k[7].rows_out)
+            return false;
+    }
+    if (logits) {
+        const cmd *k = o + 1 + 8 * L;
+        if (k[0].kind != CMD_RMSNORM || k[0].x != TINFER_BUF_X || k[0].y != TINFER_BUF_XB ||
+            k[0].w != &m->w.out_norm || !k[0].rows_out || k[0].eps != cfg->rms_norm_eps ||
+            k[1].kind != CMD_MATMUL || k[1].x != TINFER_BUF_XB || k[1].y != TINFER_BUF_LOGITS ||
+            k[1].w != &m->w.lm_head || (k[1].bias && k[1].bias->data) || !k[1].rows_out ||
+            k[1].epi != TINFER_EPI_STORE)
+            return false;
+    }
+    return true;
+}
+
+/* A decode step of a small model in one kernel (ops/cuda/decode_step.cu), when it can. */
+static bool fused_ok(const cuda_ctx *c) {
+    return c->fused && c->n_tiles == 0 && c->n_dec == c->bp->n &&
+           c->m->wbytes <= FUSED_MAX_WEIGHT_BYTES &&
+           tinfer_op_cuda_step_ok(&c->m->step, &c->kv, c->bp->n, c->max_dec_len) &&
+           cmds_standard(c);
+}
+
+static tinfer_status run_fused_step(cuda_ctx *c) {
+    const tinfer_cuda_ctx_plan *p = &c->plan;
+    const tinfer_op_cuda_step_bufs b = {buf(c, TINFER_BUF_X),   buf(c, TINFER_BUF_QKV),
+                                        buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_ACT),
+                                        c->logits,              c->bar};
+    tinfer_status rc = tinfer_op_cuda_decode_step(
+        &c->m->step, &c->kv, &b, meta_dev(c, p->m_tok), meta_dev(c, p->m_pos),
+        meta_dev(c, p->m_seq), meta_dev(c, p->m_out), c->bp->n, c->bp->n_out, c->max_dec_len,
+        c->stream, &c->err);
+    if (rc == TINFER_OK && c->bp->n_out > 0)
+        rc = tinfer_op_cuda_argmax((int32_t *)(c->mem + p->ids), c->logits, c->bp->n_out,
+                                   c->m->cfg->n_vocab, c->m->cfg->n_vocab, c->stream, &c->err);
+    c->last_kernels = c->bp->n_out > 0 ? 2 : 1;
+    if (rc == TINFER_OK) c->n_fused++;
+    return rc;
+}
+
 /* The graph slot of this decode step's shape (found, or the least recently used, reset). */
 static graph_entry *graph_slot(cuda_ctx *c) {
     graph_entry *lru = &c->g[0];
@@ -685,6 +799,7 @@ static int32_t graph_kernels(cudaGraph_t graph) {
 static tinfer_status launch_step(cuda_ctx *c) {
     const bool decode_only = c->n_tiles == 0 && c->n_dec == c->bp->n;
     c->last_kernels = 0;
+    if (fused_ok(c)) return run_fused_step(c);
     if (!c->graphs || !decode_only) return run_step(c);
     graph_entry *e = graph_slot(c);
     e->used = ++c->g_clock;
@@ -753,8 +868,10 @@ static tinfer_status cuda_logits(void *cs, bool need_logits, const float **host_
 
 static const char *cuda_last_error(const void *cs) { return ((const cuda_ctx *)cs)->err.msg; }
 
-static void cuda_stats(const void *cs, int64_t *replays, int64_t *captures, int32_t *kernels) {
+static void cuda_stats(const void *cs, int64_t *replays, int64_t *captures, int32_t *kernels,
+                       int64_t *fused) {
     const cuda_ctx *c = cs;
+    *fused = c->n_fused;
     *replays = c->n_replays;
     *captures = c->n_captures;
     *kernels = c->last_kernels;

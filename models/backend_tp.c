@@ -494,8 +494,8 @@ static void tp_ctx_free(void *cs) {
  * V on the CPU), its activations its own widths; the gathered logits [min(n_seq, n_batch), V]
  * here. */
 static tinfer_status tp_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
-                                 int32_t n_threads, bool graphs, void **ctx_state,
-                                 tinfer_err *err) {
+                                 int32_t n_threads, bool graphs, bool fused_decode,
+                                 void **ctx_state, tinfer_err *err) {
     const tp_model *m = model_state;
     tp_ctx *c = calloc(1, sizeof *c);
     if (!c) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (tp context)");
@@ -511,7 +511,7 @@ static tinfer_status tp_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx
     }
     for (int32_t r = 0; r < m->n_rank; r++) {
         const tinfer_status rc = m->ops->ctx_init(m->state[r], n_seq, n_ctx, n_batch, n_threads,
-                                                  graphs, &c->rcs[r], err);
+                                                  graphs, fused_decode, &c->rcs[r], err);
         if (rc != TINFER_OK) {
             tp_ctx_free(c);
             return rc;
@@ -654,15 +654,15 @@ static const char *tp_last_error(const void *cs) { return ((const tp_ctx *)cs)->
 /* Launch counts: the steps rank 0 replayed / captured (every rank runs the same steps), the
  * kernels of the last step on all ranks together (none on CPU ranks). */
 static void tp_stats(const void *cs, int64_t *graph_replays, int64_t *graph_captures,
-                     int32_t *last_step_kernels) {
+                     int32_t *last_step_kernels, int64_t *fused_steps) {
     const tp_ctx *c = cs;
-    *graph_replays = *graph_captures = 0;
+    *graph_replays = *graph_captures = *fused_steps = 0;
     *last_step_kernels = 0;
     for (int32_t r = 0; c->m->ops->stats && r < c->m->n_rank; r++) {
-        int64_t a = 0, b = 0;
+        int64_t a = 0, b = 0, f = 0;
         int32_t k = 0;
-        c->m->ops->stats(c->rcs[r], &a, &b, &k);
-        if (r == 0) *graph_replays = a, *graph_captures = b;
+        c->m->ops->stats(c->rcs[r], &a, &b, &k, &f);
+        if (r == 0) *graph_replays = a, *graph_captures = b, *fused_steps = f;
         *last_step_kernels += k;
     }
 }

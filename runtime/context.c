@@ -56,6 +56,7 @@ tinfer_context_params tinfer_context_default_params(void) {
     p.n_batch = 0;
     p.n_threads = 0;
     p.cuda_graphs = 1;
+    p.cuda_fused_decode = 0; /* measured slower than the graphs of op-by-op steps (tinfer.h) */
     return p;
 }
 
@@ -113,7 +114,8 @@ tinfer_status tinfer_context_init(tinfer_model *model, const tinfer_context_para
     tinfer_err sub;
     sub.msg[0] = '\0';
     if ((rc = c->ops->ctx_init(tinfer_model_backend_state(model), p.n_seq_max, n_ctx, n_batch,
-                               p.n_threads, p.cuda_graphs != 0, &c->bc, &sub)) != TINFER_OK ||
+                               p.n_threads, p.cuda_graphs != 0, p.cuda_fused_decode != 0,
+                               &c->bc, &sub)) != TINFER_OK ||
         (rc = tinfer_llama_scratch_init(cfg, n_batch, p.n_seq_max, &c->s, &sub)) != TINFER_OK) {
         tinfer_err_copy(NULL, &sub, rc);
         goto fail;
@@ -232,7 +234,8 @@ tinfer_status tinfer_context_get_stats(const tinfer_context *c, tinfer_context_s
     memset(out, 0, sizeof *out);
     out->steps = c->n_steps;
     if (c->ops->stats)
-        c->ops->stats(c->bc, &out->graph_replays, &out->graph_captures, &out->last_step_kernels);
+        c->ops->stats(c->bc, &out->graph_replays, &out->graph_captures, &out->last_step_kernels,
+                      &out->fused_steps);
     return TINFER_OK;
 }
 

@@ -130,6 +130,7 @@ typedef struct bench {
     int32_t *pos, *seq;
     int8_t *want;
     int graphs; /* tinfer_context_params.cuda_graphs */
+    int fused;  /* tinfer_context_params.cuda_fused_decode */
 } bench;
 
 /* One run of a test; returns its seconds, < 0 on error. */
@@ -192,6 +193,7 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
     if (n_ctx > cp.n_ctx) cp.n_ctx = n_ctx;
     cp.n_batch = kind == 'p' ? tokens : batch * (batch > 1 ? BATCH_PROMPT : 1);
     cp.cuda_graphs = b->graphs;
+    cp.cuda_fused_decode = b->fused;
     tinfer_context *ctx = NULL;
     if (tinfer_context_init(b->model, &cp, &ctx) != TINFER_OK)
         return fail("%s: %s", r->name, tinfer_last_error());
@@ -223,9 +225,14 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
     tinfer_context_get_stats(ctx, &st1);
     if (kind == 'g') {
         r->kernels = st1.last_step_kernels;
-        if (st1.steps > st0.steps)
+        if (st1.steps > st0.steps) {
             r->graph_pct = 100.0 * (double)(st1.graph_replays - st0.graph_replays) /
                            (double)(st1.steps - st0.steps);
+            r->fused_pct = 100.0 * (double)(st1.fused_steps - st0.fused_steps) /
+                           (double)(st1.steps - st0.steps);
+        }
+        if (r->fused_pct > 50.0) /* what ran: the fused step, not the op-by-op GEMM routes */
+            snprintf(r->route, sizeof r->route, "fused decode step (1 kernel + argmax)");
     }
     double sum = 0, sq = 0;
     for (int k = 0; k < reps; k++)
@@ -261,6 +268,8 @@ static void usage(void) {
         "  --random-weights       random BF16 weights of config.json's shapes (speed only)\n"
         "  --seed N               seed of the random weights (default 1)\n"
         "  --graphs 0|1           CUDA: replay decode steps as CUDA graphs (default 1)\n"
+        "  --fused 0|1            CUDA: run a small model's decode steps (<= 8 sequences) as\n"
+        "                         one fused kernel (default 0: op by op, faster today)\n"
         "  --tp N,...             tensor parallelism over N shards (default 1: off); each value\n"
         "                         loads the model again and runs every test as its own rows.\n"
         "                         On the CPU the shards run one after another (a check of the\n"
@@ -309,13 +318,15 @@ static void print_results(out_fmt fmt, const char *desc, double n_params, int64_
                    "\"avg_ts\": %.3f, \"stddev_ts\": %.3f, \"weight_gbs\": %.3f, "
                    "\"gflops\": %.3f, \"route\": \"%s\", \"pct_peak_bw\": %s, "
                    "\"pct_cublas\": %s, \"kernels_per_step\": %d, \"graph_pct\": %.1f, "
+                   "\"fused_pct\": %.1f, "
                    "\"tp\": %d}%s\n",
                    r[i].name, r[i].kind == 'p' ? r[i].tokens : 0,
                    r[i].kind == 'g' ? r[i].tokens : 0, r[i].batch, r[i].mean, r[i].sd, r[i].gbs,
                    r[i].gflops, r[i].route,
                    num(b3, sizeof b3, "%.1f", pct_bw(&r[i], pk->bw_gbs), "null"),
                    num(b4, sizeof b4, "%.1f", pct_flops(&r[i], pk->gflops), "null"),
-                   (int)r[i].kernels, r[i].graph_pct, (int)r[i].tp, i + 1 < n ? "," : "");
+                   (int)r[i].kernels, r[i].graph_pct, r[i].fused_pct, (int)r[i].tp,
+                   i + 1 < n ? "," : "");
         printf("  ]\n}\n");
         return;
     }
@@ -353,7 +364,9 @@ static void print_results(out_fmt fmt, const char *desc, double n_params, int64_
            "%% of cuBLAS | kernels/step | GEMM route |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         char gb[16] = "", gf[16] = "", ks[48] = "";
-        if (r[i].kind == 'g' && r[i].kernels > 0)
+        if (r[i].kind == 'g' && r[i].fused_pct > 50.0)
+            snprintf(ks, sizeof ks, "%d (%.0f%% fused)", (int)r[i].kernels, r[i].fused_pct);
+        else if (r[i].kind == 'g' && r[i].kernels > 0)
             snprintf(ks, sizeof ks, "%d (%.0f%% graphs)", (int)r[i].kernels, r[i].graph_pct);
         else if (r[i].kind == 'g' && !strcmp(backend, "cuda"))
             snprintf(ks, sizeof ks, "(no graphs)");
@@ -380,7 +393,7 @@ int main(int argc, char **argv) {
     unsigned long long seed = 1;
     out_fmt fmt = OUT_MD;
     bool random_w = false, peak = true;
-    int graphs = 1;
+    int graphs = 1, fused = 0;
     tinfer_backend backend = TINFER_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -442,6 +455,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--graphs")) {
             if (strcmp(v, "0") && strcmp(v, "1")) return fail("--graphs: '%s' is not 0 or 1", v);
             graphs = v[0] == '1';
+        } else if (!strcmp(a, "--fused")) {
+            if (strcmp(v, "0") && strcmp(v, "1")) return fail("--fused: '%s' is not 0 or 1", v);
+            fused = v[0] == '1';
         } else if (!strcmp(a, "--backend")) {
             if (tinfer_example_backend(v, &backend) != 0)
                 return fail("--backend: '%s' is not cpu, cuda or auto", v);
@@ -462,6 +478,7 @@ int main(int argc, char **argv) {
     mp.n_gpus = n_gpus;
     bench b = {0};
     b.graphs = graphs;
+    b.fused = fused;
     fprintf(stderr, "tinfer-bench: loading %s%s\n", dir, random_w ? " (random weights)" : "");
     if (tinfer_model_load(dir, &mp, &b.model) != TINFER_OK) return fail("%s", tinfer_last_error());
     b.n_vocab = tinfer_model_n_vocab(b.model);

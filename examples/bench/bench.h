@@ -18,6 +18,7 @@ typedef struct test_result {
     char route[512];
     int32_t kernels;  /* decode: kernels a step launched (its CUDA graph's); 0 = not known */
     double graph_pct; /* decode: % of the timed steps replayed from a CUDA graph */
+    double fused_pct; /* decode: % of the timed steps run as one fused kernel */
 } test_result;
 
 /* The roofs a run is compared with; 0 = not measured. */

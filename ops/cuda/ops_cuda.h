@@ -28,6 +28,7 @@
 #include "base/error.h"
 
 #include <cuda_runtime.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -149,6 +150,60 @@ tinfer_status tinfer_op_cuda_argmax(int32_t *ids, const float *logits, int32_t n
 /* out[i] = bf16(in[i]), i < count (round to nearest even, NaN stays NaN). */
 tinfer_status tinfer_op_cuda_cast_f32_bf16(uint16_t *out, const float *in, int64_t count,
                                            cudaStream_t stream, tinfer_err *err);
+
+/* ---- the fused decode step (decode_step.cu): a decode step of a small model (every token the
+ * only one of its sequence, at most TINFER_OP_CUDA_STEP_MAX_B of them, keys at most
+ * TINFER_OP_CUDA_STEP_MAX_KEYS) in one persistent cooperative kernel with grid-wide barriers
+ * between its phases: embed, per layer RMSNorm + QKV, RoPE + KV write + attention, O +
+ * residual, RMSNorm + gate/up + SwiGLU, down + residual, then the final RMSNorm and the LM head
+ * for out_rows. Same BF16 rounding points as the op-by-op path. ---- */
+#define TINFER_OP_CUDA_STEP_MAX_B 8
+#define TINFER_OP_CUDA_STEP_MAX_KEYS 1024
+#define TINFER_OP_CUDA_STEP_MAX_SMEM (160 * 1024)
+
+/* One layer's device weights, BF16 (bqkv, bo: NULL when the model has none). */
+typedef struct tinfer_op_cuda_step_layer {
+    const uint16_t *attn_norm; /* [E] */
+    const uint16_t *wqkv;      /* [Q + 2 KV, E] */
+    const uint16_t *bqkv;      /* [Q + 2 KV] */
+    const uint16_t *wo;        /* [E, Q] */
+    const uint16_t *bo;        /* [E] */
+    const uint16_t *ffn_norm;  /* [E] */
+    const uint16_t *wgu;       /* [2 F, E] gate rows, then up rows */
+    const uint16_t *wdown;     /* [E, F] */
+} tinfer_op_cuda_step_layer;
+
+typedef struct tinfer_op_cuda_step_model {
+    int32_t n_layer, n_embd, n_ff, n_vocab;
+    float eps;                               /* RMSNorm epsilon */
+    const tinfer_op_cuda_step_layer *layers; /* device [n_layer] */
+    const uint16_t *tok_embd;                /* [V, E] */
+    const uint16_t *out_norm;                /* [E] */
+    const uint16_t *lm_head;                 /* [V, E] */
+    const float *inv_freq;                   /* device F32 [head_dim / 2] (rope_kv's) */
+} tinfer_op_cuda_step_model;
+
+/* The context's buffers the step works in (the op-by-op path's, same shapes). */
+typedef struct tinfer_op_cuda_step_bufs {
+    float *x;       /* F32 [n, E] residual stream */
+    uint16_t *qkv;  /* BF16 [n, Q + 2 KV] */
+    uint16_t *att;  /* BF16 [n, Q] */
+    uint16_t *act;  /* BF16 [n, F] */
+    float *logits;  /* F32 [n_out, V] */
+    uint32_t *bar;  /* device, 2 words, zero before the first step: the grid barrier */
+} tinfer_op_cuda_step_bufs;
+
+/* Whether a step of n decode tokens with keys up to max_len can run fused on this model. */
+bool tinfer_op_cuda_step_ok(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda_kv *kv,
+                            int32_t n, int32_t max_len);
+/* The step: tok/pos/seq device int32 [n] (one token per sequence), out_rows device [n_out]
+ * (indices into the n tokens whose logits are wanted); logits written for those rows. */
+tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_model *m,
+                                         const tinfer_op_cuda_kv *kv,
+                                         const tinfer_op_cuda_step_bufs *b, const int32_t *tok,
+                                         const int32_t *pos, const int32_t *seq,
+                                         const int32_t *out_rows, int32_t n, int32_t n_out,
+                                         int32_t max_len, cudaStream_t stream, tinfer_err *err);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@
  *   3. greedy tokens: 16 tokens from a 5-token prompt, identical on both backends;
  *   4. batched decode: 4 sequences of different prompt lengths decoded together (M = 4 every
  *      step) give each sequence the tokens it gets decoded alone, on the GPU.
+ *   1b. the fused decode step (cuda_fused_decode = 1, ops/cuda/decode_step.cu) against the
+ *      default op-by-op path on the same tokens; it must have run for every decode step.
  *   In 3 and 4 two runs may part at a step whose top two logits are a tie within the bound
  *   below (random weights make such steps common; the kernels for M = 1 and M = 4 sum in
  *   different orders): the test prints where, and fails on any other difference.
@@ -32,6 +34,7 @@
 #include <string.h>
 
 #define TOL_REL_RMS 0.05
+#define TOL_FUSED 0.02
 #define N_PROMPT 37
 #define N_DECODE 8
 #define N_GREEDY 16
@@ -46,8 +49,9 @@ static tinfer_model *load(const char *dir, tinfer_backend be, tinfer_status *rc)
     return m;
 }
 
-static tinfer_context *context(tinfer_model *m, int32_t n_seq) {
+static tinfer_context *context(tinfer_model *m, int32_t n_seq, int32_t fused) {
     tinfer_context_params cp = tinfer_context_default_params();
+    cp.cuda_fused_decode = fused;
     cp.n_ctx = 256;
     cp.n_seq_max = n_seq;
     cp.n_batch = 256;
@@ -151,8 +155,9 @@ int main(int argc, char **argv) {
         }
         float *lg = malloc((size_t)R * V * sizeof(float)),
               *lc = malloc((size_t)R * V * sizeof(float));
-        tinfer_context *cg = context(g, 4), *cc = context(cpu, 1);
-        if (!lg || !lc || !cg || !cc) return 1;
+        float *lf = malloc((size_t)R * V * sizeof(float));
+        tinfer_context *cg = context(g, 4, 0), *cc = context(cpu, 1, 0), *cf = context(g, 1, 1);
+        if (!lg || !lc || !lf || !cg || !cc || !cf) return 1;
 
         /* 1. GPU vs CPU */
         CHECK(run(cg, tok, V, lg) == 0, "gpu run: %s", tinfer_context_last_error(cg));
@@ -169,6 +174,28 @@ int main(int argc, char **argv) {
         CHECK(worst <= TOL_REL_RMS, "gpu vs cpu logits: relative RMS %.4f > %.2f", worst,
               TOL_REL_RMS);
         CHECK(agree * 10 >= R * 9, "argmax agrees on %d of %d rows", agree, (int)R);
+        /* 1b. the fused decode step against the op-by-op one, both on the GPU: the same BF16
+         * rounding points, only the F32 summation orders differ, so the logits differ by the rare
+         * BF16 rounding those flip: TOL_FUSED, well under the CPU bound; a wrong phase, head or
+         * cache row gives O(1) */
+        CHECK(run(cf, tok, V, lf) == 0, "gpu fused run: %s", tinfer_context_last_error(cf));
+        double worst_f = 0;
+        for (int32_t r = N_PROMPT; r < R; r++) { /* the decode steps */
+            double e = rel_rms(lf + (size_t)r * V, lg + (size_t)r * V, V);
+            worst_f = !(e <= worst_f) ? e : worst_f;
+        }
+        tinfer_context_stats sg, sf;
+        CHECK(tinfer_context_get_stats(cg, &sg) == TINFER_OK, "stats");
+        CHECK(tinfer_context_get_stats(cf, &sf) == TINFER_OK, "stats");
+        printf("  fused vs op-by-op decode steps: worst relative RMS %.4f (fused steps: %lld of "
+               "%lld; default context: %lld)\n",
+               worst_f, (long long)sf.fused_steps, (long long)sf.steps, (long long)sg.fused_steps);
+        CHECK(worst_f <= TOL_FUSED, "fused vs op-by-op decode logits: %.4f > %.3f", worst_f,
+              TOL_FUSED);
+        CHECK(sf.fused_steps >= N_DECODE, "the decode steps did not run fused (%lld of %lld)",
+              (long long)sf.fused_steps, (long long)sf.steps);
+        CHECK(sg.fused_steps == 0, "cuda_fused_decode = 0 ran %lld fused steps",
+              (long long)sg.fused_steps);
 
         /* 2. prefill = decode on the GPU: feed the same tokens one at a time */
         tinfer_seq_clear(cg, -1);
@@ -260,6 +287,8 @@ int main(int argc, char **argv) {
         }
         free(lg);
         free(lc);
+        free(lf);
+        tinfer_context_free(cf);
         tinfer_context_free(cg);
         tinfer_context_free(cc);
         tinfer_model_free(g);
