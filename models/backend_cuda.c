@@ -17,109 +17,19 @@
  * workspace at ctx_init, one allocation each. A step allocates nothing, except when it asks for
  * logits of more rows than any step before (the logits buffers grow then, once).
  * One stream per context; weights are written once at load, so every GEMM says w_static (decode
- * rungs may start streaming W before the previous kernel ends).
+ * rungs may start streaming W before the previous kernel ends). Running a recorded step (op by
+ * op, CUDA graphs, the fused decode kernel): backend_cuda_step.c.
  */
-#include "models/backend.h"
-#include "models/cuda_plan.h"
+#include "models/backend_cuda_internal.h"
 
 #include "gemm/bf16.h"
 #include "gemm/cuda/device.h"
-#include "ops/cuda/ops_cuda.h"
 
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct cuda_model {
-    const tinfer_llama_config *cfg;
-    tinfer_device_info dev;
-    void *wmem; /* every weight, BF16, one allocation */
-    size_t wbytes;
-    tinfer_llama_weights w; /* device views of wmem */
-    float *inv_freq;        /* device F32 [head_dim / 2]: RoPE's inverse frequencies */
-    /* the fused decode step's view of the weights (ops/cuda/decode_step.cu): layers device
-     * [n_layer]; used for small models only (fused_ok) */
-    tinfer_op_cuda_step_model step;
-    tinfer_op_cuda_step_layer *step_layers;
-    char desc[320];
-} cuda_model;
-
-/* Models up to this many bytes of weights run their decode steps of up to
- * TINFER_OP_CUDA_STEP_MAX_B tokens as one fused kernel: there, each op-by-op kernel costs more
- * in latency than its weight bytes take to read. Larger models stream at bandwidth op by op. */
-#define FUSED_MAX_WEIGHT_BYTES ((size_t)1 << 30)
-
-/* One op of the step, recorded when the forward pass calls it and run in logits(): eagerly, or
- * into a CUDA graph. The arguments are what the ops were called with; the buffers and the
- * metadata they name are fixed addresses of the context, so a replay reads the new step's. */
-typedef enum { CMD_EMBED, CMD_RMSNORM, CMD_MATMUL, CMD_ROPE_KV, CMD_ATTENTION } cmd_kind;
-typedef struct cmd {
-    cmd_kind kind;
-    tinfer_buf y, x;
-    const tinfer_weight *w, *bias;
-    int64_t N, K;
-    tinfer_epi epi;
-    bool rows_out; /* matmul over the n_out gathered rows; rmsnorm: the gather */
-    float eps;
-    int32_t layer;
-} cmd;
-
-/* A decode step's graph: the kernels of every step of this shape (tokens, logit rows, the
- * attention's key ranges, the logits buffer) are the same launches on the same addresses. The
- * first step of a shape runs eagerly (lazy one-time set-up: kernel attributes, TMA descriptors,
- * stays out of the capture), the second is captured, later ones replay it. */
-#define GRAPH_SLOTS 16
-typedef struct graph_entry {
-    int32_t n, n_out, chunk, n_split;
-    const float *logits;
-    int32_t seen;
-    cudaGraphExec_t exec;
-    uint64_t used;
-    int32_t kernels; /* kernel nodes of the captured graph */
-} graph_entry;
-
-typedef struct cuda_ctx {
-    const cuda_model *m;
-    tinfer_err err;
-    cudaStream_t stream;
-    int32_t n_seq, n_ctx, n_batch, n_logits;
-    tinfer_cuda_ctx_plan plan;
-    unsigned char *mem; /* the plan's device allocation */
-    float *logits;      /* device [n_logits, V] (may live outside mem once grown) */
-    float *h_logits;    /* pinned host [n_logits, V] */
-    bool logits_own;    /* logits was allocated apart from mem (after growing) */
-    int32_t *h_meta;    /* pinned host staging of the metadata block */
-    int32_t *h_ids;     /* pinned host [n_batch]: each logits row's argmax */
-    tinfer_op_cuda_kv kv;
-    /* this step */
-    const tinfer_batch_plan *bp;
-    int32_t n_tiles, n_dec, max_dec_len;
-    int32_t dec_chunk, dec_split; /* the decode attention's key ranges (graph key) */
-    cmd *cmds;                    /* the step's ops, run in logits() [cap_cmds] */
-    int32_t n_cmds, cap_cmds;
-    /* decode steps as CUDA graphs, one per batch shape (graph_entry), LRU of GRAPH_SLOTS */
-    bool graphs;
-    graph_entry g[GRAPH_SLOTS];
-    uint64_t g_clock;
-    int64_t n_replays, n_captures; /* tinfer_context_stats */
-    int32_t last_kernels;          /* kernels of the last step (0: it ran eagerly) */
-    /* decode steps of small models as one fused kernel (tinfer_context_params.cuda_fused_decode) */
-    bool fused;
-    uint32_t *bar;   /* device [2]: the fused kernel's grid barrier */
-    int64_t n_fused; /* steps run fused (tinfer_context_stats) */
-} cuda_ctx;
-
-#define CUDA_OK(err, call, what)                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            return tinfer_err_set((err),                                                           \
-                                  e_ == cudaErrorMemoryAllocation ? TINFER_ERR_OUT_OF_MEMORY       \
-                                                                  : TINFER_ERR_CUDA,               \
-                                  "%s: %s (%s)", what, cudaGetErrorString(e_), #call);             \
-    } while (0)
 
 /* ---------------------------------------------------------------------------------------- */
 /* model level: probe, plan, upload                                                         */
@@ -447,23 +357,6 @@ fail:
 /* ---------------------------------------------------------------------------------------- */
 /* one forward                                                                              */
 
-static int32_t *meta_dev(cuda_ctx *c, size_t off) {
-    return (int32_t *)(c->mem + c->plan.meta) + off;
-}
-
-static void *buf(cuda_ctx *c, tinfer_buf b) {
-    const tinfer_cuda_ctx_plan *p = &c->plan;
-    switch (b) {
-    case TINFER_BUF_X: return c->mem + p->x;
-    case TINFER_BUF_XB: return c->mem + p->xb;
-    case TINFER_BUF_QKV: return c->mem + p->qkv;
-    case TINFER_BUF_ATT: return c->mem + p->att;
-    case TINFER_BUF_ACT: return c->mem + p->act;
-    case TINFER_BUF_LOGITS: return c->logits;
-    default: return NULL;
-    }
-}
-
 static tinfer_status grow_logits(cuda_ctx *c, int32_t rows) {
     const size_t bytes = (size_t)rows * (size_t)c->m->cfg->n_vocab * sizeof(float);
     CUDA_OK(&c->err, cudaStreamSynchronize(c->stream), "growing the logits");
@@ -517,108 +410,6 @@ static tinfer_status cuda_begin(void *cs, const tinfer_batch_plan *bp) {
     return TINFER_OK;
 }
 
-static tinfer_status run_embed(cuda_ctx *c, tinfer_buf out, const tinfer_weight *table) {
-    const tinfer_llama_config *cfg = c->m->cfg;
-    return tinfer_op_cuda_embed(buf(c, out), table->data, meta_dev(c, c->plan.m_tok), c->bp->n,
-                                cfg->n_embd, cfg->n_vocab, c->stream, &c->err);
-}
-
-static tinfer_status run_rmsnorm(cuda_ctx *c, tinfer_buf out, tinfer_buf in, const tinfer_weight *w,
-                                 float eps, bool gather) {
-    return tinfer_op_cuda_rmsnorm(
-        buf(c, out), buf(c, in), w->data, gather ? meta_dev(c, c->plan.m_out) : NULL,
-        gather ? c->bp->n_out : c->bp->n, c->bp->n, c->m->cfg->n_embd, eps, c->stream, &c->err);
-}
-
-/* The GEMM arguments of a matmul op; false when it has no rows this step. */
-static bool matmul_args(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
-                        const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
-                        bool rows_out, tinfer_gemm_bf16_args *out) {
-    const int64_t M = rows_out ? c->bp->n_out : c->bp->n;
-    if (M == 0) return false;
-    const bool f32_out = y == TINFER_BUF_X || y == TINFER_BUF_LOGITS;
-    const int64_t N_out = epi == TINFER_EPI_SWIGLU ? N / 2 : N;
-    tinfer_gemm_bf16_args a;
-    memset(&a, 0, sizeof a);
-    a.M = M;
-    a.N = N;
-    a.K = K;
-    a.X = buf(c, x);
-    a.ldx = K;
-    a.W = w->data;
-    a.ldw = K;
-    a.bias = bias && bias->data ? bias->data : NULL;
-    a.Y = buf(c, y);
-    a.ldy = N_out;
-    a.y_dtype = f32_out ? TINFER_DTYPE_F32 : TINFER_DTYPE_BF16;
-    if (epi == TINFER_EPI_RESIDUAL) { /* in place: x += X·W^T */
-        a.R = a.Y;
-        a.ldr = N_out;
-    }
-    a.swiglu = epi == TINFER_EPI_SWIGLU;
-    a.w_static = 1; /* written once at load */
-    *out = a;
-    return true;
-}
-
-static tinfer_status run_matmul(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
-                                const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
-                                bool rows_out) {
-    tinfer_gemm_bf16_args a;
-    if (!matmul_args(c, y, x, w, bias, N, K, epi, rows_out, &a)) return TINFER_OK;
-    return tinfer_gemm_bf16(&a, TINFER_GEMM_BF16_PATH_AUTO, c->stream, &c->err);
-}
-
-/* An RMSNorm whose only reader is the next op, a matmul the dispatcher sends to decode rung 08
- * (few tokens, short rows: SmolLM2's QKV and gate/up in decode), runs inside that GEMV
- * (tinfer_gemm_bf16_rmsnorm): one launch fewer. *fused: whether it did (then the matmul ran). */
-static tinfer_status try_norm_matmul(cuda_ctx *c, const cmd *norm, const cmd *mm, bool *fused) {
-    *fused = false;
-    if (norm->rows_out || norm->x != TINFER_BUF_X || !mm || mm->kind != CMD_MATMUL ||
-        mm->x != norm->y || mm->rows_out || mm->K != c->m->cfg->n_embd)
-        return TINFER_OK;
-    tinfer_gemm_bf16_args a;
-    if (!matmul_args(c, mm->y, mm->x, mm->w, mm->bias, mm->N, mm->K, mm->epi, false, &a) ||
-        !tinfer_gemm_bf16_rmsnorm_ok(&a))
-        return TINFER_OK;
-    *fused = true;
-    return tinfer_gemm_bf16_rmsnorm(&a, buf(c, TINFER_BUF_X), mm->K, norm->w->data, norm->eps,
-                                    c->stream, &c->err);
-}
-
-/* A step of decode queries only runs RoPE and the KV-cache write inside the decode attention
- * kernel (tinfer_op_cuda_attention_decode_rope: one launch a layer fewer, same bits). */
-static bool rope_in_attention(const cuda_ctx *c) { return c->n_tiles == 0 && c->n_dec > 0; }
-
-static tinfer_status run_rope_kv(cuda_ctx *c, int32_t layer) {
-    if (rope_in_attention(c)) return TINFER_OK;
-    return tinfer_op_cuda_rope_kv(buf(c, TINFER_BUF_QKV), &c->kv, layer, c->m->inv_freq,
-                                  meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), c->bp->n,
-                                  c->stream, &c->err);
-}
-
-static tinfer_status run_attention(cuda_ctx *c, int32_t layer) {
-    tinfer_status rc = TINFER_OK;
-    if (c->n_tiles > 0)
-        rc = tinfer_op_cuda_attention_prefill(buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV),
-                                              &c->kv, layer, meta_dev(c, c->plan.m_pos),
-                                              meta_dev(c, c->plan.m_tiles), c->n_tiles, c->stream,
-                                              &c->err);
-    if (rc == TINFER_OK && rope_in_attention(c))
-        rc = tinfer_op_cuda_attention_decode_rope(
-            buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV), &c->kv, layer, c->m->inv_freq,
-            meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), meta_dev(c, c->plan.m_dec),
-            c->n_dec, c->max_dec_len, (float *)(c->mem + c->plan.ws), c->plan.ws_bytes, c->stream,
-            &c->err);
-    else if (rc == TINFER_OK && c->n_dec > 0)
-        rc = tinfer_op_cuda_attention_decode(
-            buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV), &c->kv, layer,
-            meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), meta_dev(c, c->plan.m_dec),
-            c->n_dec, c->max_dec_len, (float *)(c->mem + c->plan.ws), c->plan.ws_bytes, c->stream,
-            &c->err);
-    return rc;
-}
-
 /* The forward pass's calls record the step; logits() runs it. */
 static tinfer_status record(cuda_ctx *c, cmd op) {
     if (c->n_cmds == c->cap_cmds)
@@ -660,190 +451,12 @@ static tinfer_status cuda_attention(void *cs, int32_t layer) {
     return record(cs, (cmd){.kind = CMD_ATTENTION, .layer = layer});
 }
 
-/* Every recorded op, then the argmax of the logits rows, on the stream. */
-static tinfer_status run_step(cuda_ctx *c) {
-    tinfer_status rc = TINFER_OK;
-    for (int32_t i = 0; i < c->n_cmds && rc == TINFER_OK; i++) {
-        const cmd *o = &c->cmds[i];
-        switch (o->kind) {
-        case CMD_EMBED: rc = run_embed(c, o->y, o->w); break;
-        case CMD_RMSNORM: {
-            bool fused;
-            rc = try_norm_matmul(c, o, i + 1 < c->n_cmds ? &c->cmds[i + 1] : NULL, &fused);
-            if (fused)
-                i++; /* the matmul ran too */
-            else if (rc == TINFER_OK)
-                rc = run_rmsnorm(c, o->y, o->x, o->w, o->eps, o->rows_out);
-            break;
-        }
-        case CMD_MATMUL:
-            rc = run_matmul(c, o->y, o->x, o->w, o->bias, o->N, o->K, o->epi, o->rows_out);
-            break;
-        case CMD_ROPE_KV: rc = run_rope_kv(c, o->layer); break;
-        case CMD_ATTENTION: rc = run_attention(c, o->layer); break;
-        }
-    }
-    if (rc == TINFER_OK && c->bp->n_out > 0) /* greedy decoding needs only these ids */
-        rc = tinfer_op_cuda_argmax((int32_t *)(c->mem + c->plan.ids), c->logits, c->bp->n_out,
-                                   c->m->cfg->n_vocab, c->m->cfg->n_vocab, c->stream, &c->err);
-    return rc;
-}
-
-/* Whether the recorded step is the forward pass of models/llama.c over this model's weights, op
- * for op, so the fused kernel may run it instead (any other sequence runs op by op). */
-static bool cmds_standard(const cuda_ctx *c) {
-    const cuda_model *m = c->m;
-    const tinfer_llama_config *cfg = m->cfg;
-    const int32_t L = cfg->n_layer, E = cfg->n_embd;
-    const int64_t Q = (int64_t)cfg->n_head * cfg->head_dim,
-                  QKV = Q + 2 * (int64_t)cfg->n_head_kv * cfg->head_dim, F = cfg->n_ff;
-    const bool logits = c->bp->n_out > 0;
-    if (c->n_cmds != 1 + 8 * L + (logits ? 2 : 0)) return false;
-    const cmd *o = c->cmds;
-    if (o[0].kind != CMD_EMBED || o[0].y != TINFER_BUF_X || o[0].w != &m->w.tok_embd) return false;
-    for (int32_t l = 0; l < L; l++) {
-        const cmd *k = o + 1 + 8 * l;
-        const tinfer_llama_layer *ly = &m->w.layers[l];
-        if (k[0].kind != CMD_RMSNORM || k[0].x != TINFER_BUF_X || k[0].y != TINFER_BUF_XB ||
-            k[0].w != &ly->attn_norm || k[0].rows_out || k[0].eps != cfg->rms_norm_eps ||
-            k[1].kind != CMD_MATMUL || k[1].x != TINFER_BUF_XB || k[1].y != TINFER_BUF_QKV ||
-            k[1].w != &ly->wqkv || k[1].bias != &ly->bqkv || k[1].N != QKV || k[1].K != E ||
-            k[1].epi != TINFER_EPI_STORE || k[1].rows_out || k[2].kind != CMD_ROPE_KV ||
-            k[2].layer != l || k[3].kind != CMD_ATTENTION || k[3].layer != l ||
-            k[4].kind != CMD_MATMUL || k[4].x != TINFER_BUF_ATT || k[4].y != TINFER_BUF_X ||
-            k[4].w != &ly->wo || (k[4].bias && k[4].bias != &ly->bo) || k[4].N != E ||
-            k[4].K != Q || k[4].epi != TINFER_EPI_RESIDUAL || k[4].rows_out ||
-            k[5].kind != CMD_RMSNORM || k[5].x != TINFER_BUF_X || k[5].y != TINFER_BUF_XB ||
-            k[5].w != &ly->ffn_norm || k[5].rows_out || k[5].eps != cfg->rms_norm_eps ||
-            k[6].kind != CMD_MATMUL || k[6].x != TINFER_BUF_XB || k[6].y != TINFER_BUF_ACT ||
-            k[6].w != &ly->wgu || (k[6].bias && k[6].bias->data) || k[6].N != 2 * F ||
-            k[6].K != E || k[6].epi != TINFER_EPI_SWIGLU || k[6].rows_out ||
-            k[7].kind != CMD_MATMUL || k[7].x != TINFER_BUF_ACT || k[7].y != TINFER_BUF_X ||
-            k[7].w != &ly->wdown || (k[7].bias && k[7].bias->data) || k[7].N != E ||
-            k[7].K != F || k[7].epi != TINFER_EPI_RESIDUAL || k[7].rows_out)
-            return false;
-    }
-    if (logits) {
-        const cmd *k = o + 1 + 8 * L;
-        if (k[0].kind != CMD_RMSNORM || k[0].x != TINFER_BUF_X || k[0].y != TINFER_BUF_XB ||
-            k[0].w != &m->w.out_norm || !k[0].rows_out || k[0].eps != cfg->rms_norm_eps ||
-            k[1].kind != CMD_MATMUL || k[1].x != TINFER_BUF_XB || k[1].y != TINFER_BUF_LOGITS ||
-            k[1].w != &m->w.lm_head || (k[1].bias && k[1].bias->data) || !k[1].rows_out ||
-            k[1].epi != TINFER_EPI_STORE)
-            return false;
-    }
-    return true;
-}
-
-/* A decode step of a small model in one kernel (ops/cuda/decode_step.cu), when it can. */
-static bool fused_ok(const cuda_ctx *c) {
-    return c->fused && c->n_tiles == 0 && c->n_dec == c->bp->n &&
-           c->m->wbytes <= FUSED_MAX_WEIGHT_BYTES &&
-           tinfer_op_cuda_step_ok(&c->m->step, &c->kv, c->bp->n, c->max_dec_len) &&
-           cmds_standard(c);
-}
-
-static tinfer_status run_fused_step(cuda_ctx *c) {
-    const tinfer_cuda_ctx_plan *p = &c->plan;
-    const tinfer_op_cuda_step_bufs b = {buf(c, TINFER_BUF_X),   buf(c, TINFER_BUF_QKV),
-                                        buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_ACT),
-                                        c->logits,              c->bar};
-    tinfer_status rc = tinfer_op_cuda_decode_step(
-        &c->m->step, &c->kv, &b, meta_dev(c, p->m_tok), meta_dev(c, p->m_pos),
-        meta_dev(c, p->m_seq), meta_dev(c, p->m_out), c->bp->n, c->bp->n_out, c->max_dec_len,
-        c->stream, &c->err);
-    if (rc == TINFER_OK && c->bp->n_out > 0)
-        rc = tinfer_op_cuda_argmax((int32_t *)(c->mem + p->ids), c->logits, c->bp->n_out,
-                                   c->m->cfg->n_vocab, c->m->cfg->n_vocab, c->stream, &c->err);
-    c->last_kernels = c->bp->n_out > 0 ? 2 : 1;
-    if (rc == TINFER_OK) c->n_fused++;
-    return rc;
-}
-
-/* The graph slot of this decode step's shape (found, or the least recently used, reset). */
-static graph_entry *graph_slot(cuda_ctx *c) {
-    graph_entry *lru = &c->g[0];
-    for (int i = 0; i < GRAPH_SLOTS; i++) {
-        graph_entry *e = &c->g[i];
-        if (e->seen && e->n == c->bp->n && e->n_out == c->bp->n_out && e->chunk == c->dec_chunk &&
-            e->n_split == c->dec_split && e->logits == c->logits)
-            return e;
-        if (e->used < lru->used) lru = e;
-    }
-    if (lru->exec) cudaGraphExecDestroy(lru->exec);
-    *lru = (graph_entry){c->bp->n, c->bp->n_out, c->dec_chunk, c->dec_split, c->logits, 0, NULL, 0,
-                         0};
-    return lru;
-}
-
-/* Runs the step: a decode step through its graph where one is (or can now be) made, else
- * eagerly. A capture or instantiation that fails turns graphs off for this context and the step
- * runs eagerly: graphs only ever change how fast a step runs. */
-/* Kernel nodes of a captured graph (the step's launches; the memset and copy nodes aside). */
-static int32_t graph_kernels(cudaGraph_t graph) {
-    size_t n = 0;
-    if (cudaGraphGetNodes(graph, NULL, &n) != cudaSuccess || n == 0) return 0;
-    cudaGraphNode_t *nodes = malloc(n * sizeof *nodes);
-    int32_t k = 0;
-    if (nodes && cudaGraphGetNodes(graph, nodes, &n) == cudaSuccess)
-        for (size_t i = 0; i < n; i++) {
-            enum cudaGraphNodeType t;
-            if (cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess && t == cudaGraphNodeTypeKernel)
-                k++;
-        }
-    free(nodes);
-    cudaGetLastError();
-    return k;
-}
-
-static tinfer_status launch_step(cuda_ctx *c) {
-    const bool decode_only = c->n_tiles == 0 && c->n_dec == c->bp->n;
-    c->last_kernels = 0;
-    if (fused_ok(c)) return run_fused_step(c);
-    if (!c->graphs || !decode_only) return run_step(c);
-    graph_entry *e = graph_slot(c);
-    e->used = ++c->g_clock;
-    if (!e->exec && e->seen++ == 0) return run_step(c); /* first sight: eager, set-up done */
-    if (!e->exec) {
-        cudaGraph_t graph = NULL;
-        tinfer_status rc = TINFER_OK;
-        if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
-            rc = run_step(c);
-            const cudaError_t ce = cudaStreamEndCapture(c->stream, &graph);
-            if (rc == TINFER_OK && ce == cudaSuccess &&
-                cudaGraphInstantiate(&e->exec, graph, 0) != cudaSuccess)
-                e->exec = NULL;
-            if (e->exec) {
-                e->kernels = graph_kernels(graph);
-                c->n_captures++;
-            }
-        }
-        if (graph) cudaGraphDestroy(graph);
-        if (!e->exec) {
-            const cudaError_t ce = cudaGetLastError(); /* the capture's, not the step's */
-            c->graphs = false;
-            /* said, not failed: tinfer_context_last_error shows why steps are not replayed */
-            char why[256];
-            snprintf(why, sizeof why, "%s", rc != TINFER_OK ? c->err.msg : "");
-            tinfer_err_set(&c->err, TINFER_OK,
-                           "note: CUDA graphs off for this context: the capture of a %d-token "
-                           "decode step failed (%s%s%s)",
-                           (int)c->bp->n, why, why[0] ? "; " : "", cudaGetErrorString(ce));
-            return run_step(c);
-        }
-    }
-    CUDA_OK(&c->err, cudaGraphLaunch(e->exec, c->stream), "replaying the decode step's graph");
-    c->n_replays++;
-    c->last_kernels = e->kernels;
-    return TINFER_OK;
-}
-
 static tinfer_status cuda_logits(void *cs, bool need_logits, const float **host_logits,
                                  const int32_t **host_ids) {
     cuda_ctx *c = cs;
     const int32_t n_out = c->bp->n_out, V = c->m->cfg->n_vocab;
     int32_t *d_ids = (int32_t *)(c->mem + c->plan.ids);
-    tinfer_status rc = launch_step(c);
+    tinfer_status rc = tinfer_cuda_launch_step(c);
     if (rc != TINFER_OK) {
         cudaStreamSynchronize(c->stream); /* nothing of this step is left in flight */
         return rc;

@@ -1,0 +1,133 @@
+/*
+ * backend_cuda_internal.h — what the two halves of the CUDA backend share: backend_cuda.c (the
+ * model, the context, recording a step's ops as the forward pass calls them, handing the logits
+ * over) and backend_cuda_step.c (running a recorded step: op by op, as a CUDA graph, or as the
+ * fused decode kernel). Not a public interface: only those two files include it.
+ */
+#ifndef TINFER_MODELS_BACKEND_CUDA_INTERNAL_H
+#define TINFER_MODELS_BACKEND_CUDA_INTERNAL_H
+
+#include "models/backend.h"
+#include "models/cuda_plan.h"
+
+#include "gemm/cuda/device.h"
+#include "ops/cuda/ops_cuda.h"
+
+#include <cuda_runtime.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct cuda_model {
+    const tinfer_llama_config *cfg;
+    tinfer_device_info dev;
+    void *wmem; /* every weight, BF16, one allocation */
+    size_t wbytes;
+    tinfer_llama_weights w; /* device views of wmem */
+    float *inv_freq;        /* device F32 [head_dim / 2]: RoPE's inverse frequencies */
+    /* the fused decode step's view of the weights (ops/cuda/decode_step.cu): layers device
+     * [n_layer]; used for small models only (fused_ok) */
+    tinfer_op_cuda_step_model step;
+    tinfer_op_cuda_step_layer *step_layers;
+    char desc[320];
+} cuda_model;
+
+/* Models up to this many bytes of weights run their decode steps of up to
+ * TINFER_OP_CUDA_STEP_MAX_B tokens as one fused kernel: there, each op-by-op kernel costs more
+ * in latency than its weight bytes take to read. Larger models stream at bandwidth op by op. */
+#define FUSED_MAX_WEIGHT_BYTES ((size_t)1 << 30)
+
+/* One op of the step, recorded when the forward pass calls it and run in logits(): eagerly, or
+ * into a CUDA graph. The arguments are what the ops were called with; the buffers and the
+ * metadata they name are fixed addresses of the context, so a replay reads the new step's. */
+typedef enum { CMD_EMBED, CMD_RMSNORM, CMD_MATMUL, CMD_ROPE_KV, CMD_ATTENTION } cmd_kind;
+typedef struct cmd {
+    cmd_kind kind;
+    tinfer_buf y, x;
+    const tinfer_weight *w, *bias;
+    int64_t N, K;
+    tinfer_epi epi;
+    bool rows_out; /* matmul over the n_out gathered rows; rmsnorm: the gather */
+    float eps;
+    int32_t layer;
+} cmd;
+
+/* A decode step's graph: the kernels of every step of this shape (tokens, logit rows, the
+ * attention's key ranges, the logits buffer) are the same launches on the same addresses. The
+ * first step of a shape runs eagerly (lazy one-time set-up: kernel attributes, TMA descriptors,
+ * stays out of the capture), the second is captured, later ones replay it. */
+#define GRAPH_SLOTS 16
+typedef struct graph_entry {
+    int32_t n, n_out, chunk, n_split;
+    const float *logits;
+    int32_t seen;
+    cudaGraphExec_t exec;
+    uint64_t used;
+    int32_t kernels; /* kernel nodes of the captured graph */
+} graph_entry;
+
+typedef struct cuda_ctx {
+    const cuda_model *m;
+    tinfer_err err;
+    cudaStream_t stream;
+    int32_t n_seq, n_ctx, n_batch, n_logits;
+    tinfer_cuda_ctx_plan plan;
+    unsigned char *mem; /* the plan's device allocation */
+    float *logits;      /* device [n_logits, V] (may live outside mem once grown) */
+    float *h_logits;    /* pinned host [n_logits, V] */
+    bool logits_own;    /* logits was allocated apart from mem (after growing) */
+    int32_t *h_meta;    /* pinned host staging of the metadata block */
+    int32_t *h_ids;     /* pinned host [n_batch]: each logits row's argmax */
+    tinfer_op_cuda_kv kv;
+    /* this step */
+    const tinfer_batch_plan *bp;
+    int32_t n_tiles, n_dec, max_dec_len;
+    int32_t dec_chunk, dec_split; /* the decode attention's key ranges (graph key) */
+    cmd *cmds;                    /* the step's ops, run in logits() [cap_cmds] */
+    int32_t n_cmds, cap_cmds;
+    /* decode steps as CUDA graphs, one per batch shape (graph_entry), LRU of GRAPH_SLOTS */
+    bool graphs;
+    graph_entry g[GRAPH_SLOTS];
+    uint64_t g_clock;
+    int64_t n_replays, n_captures; /* tinfer_context_stats */
+    int32_t last_kernels;          /* kernels of the last step (0: it ran eagerly) */
+    /* decode steps of small models as one fused kernel (tinfer_context_params.cuda_fused_decode) */
+    bool fused;
+    uint32_t *bar;   /* device: the fused kernel's grid barrier count */
+    int64_t n_fused; /* steps run fused (tinfer_context_stats) */
+} cuda_ctx;
+
+#define CUDA_OK(err, call, what)                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return tinfer_err_set((err),                                                           \
+                                  e_ == cudaErrorMemoryAllocation ? TINFER_ERR_OUT_OF_MEMORY       \
+                                                                  : TINFER_ERR_CUDA,               \
+                                  "%s: %s (%s)", what, cudaGetErrorString(e_), #call);             \
+    } while (0)
+
+/* ---- the context's buffers ---- */
+
+static inline int32_t *meta_dev(cuda_ctx *c, size_t off) {
+    return (int32_t *)(c->mem + c->plan.meta) + off;
+}
+
+static inline void *buf(cuda_ctx *c, tinfer_buf b) {
+    const tinfer_cuda_ctx_plan *p = &c->plan;
+    switch (b) {
+    case TINFER_BUF_X: return c->mem + p->x;
+    case TINFER_BUF_XB: return c->mem + p->xb;
+    case TINFER_BUF_QKV: return c->mem + p->qkv;
+    case TINFER_BUF_ATT: return c->mem + p->att;
+    case TINFER_BUF_ACT: return c->mem + p->act;
+    case TINFER_BUF_LOGITS: return c->logits;
+    default: return NULL;
+    }
+}
+
+/* Runs the recorded step on the context's stream (backend_cuda_step.c): the fused decode kernel
+ * where it applies, else a decode step through its CUDA graph, else op by op; then the argmax of
+ * the logits rows. Asynchronous: cuda_logits synchronises. */
+tinfer_status tinfer_cuda_launch_step(cuda_ctx *c);
+
+#endif
