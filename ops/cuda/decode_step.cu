@@ -56,23 +56,22 @@ struct ds_args {
 
 /* ---- device helpers ---- */
 
-/* Grid-wide barrier over all blocks (co-resident: cooperative launch). bar[0] counts arrivals,
- * bar[1] is the generation the last arrival advances; the fences make every write of every block
- * before the barrier visible to every block after it (what cooperative_groups' grid.sync does). */
-static __device__ __forceinline__ void grid_sync(uint32_t *bar) {
+/* Grid-wide barrier over all blocks (co-resident: cooperative launch). bar[0] counts arrivals
+ * over the whole launch (the launcher zeroes it first); barrier k of the launch (k = 1, 2, ...)
+ * waits until it reaches k * gridDim.x. Thread 0 of each block arrives with a release add and
+ * spins with acquire loads; the block barriers around it order the other threads' writes before
+ * the release and their reads after the acquire (the pattern of CUTLASS's GenericBarrier: no
+ * separate fences, no returned atomic, no second word to flip). */
+static __device__ __forceinline__ void grid_sync(uint32_t *bar, uint32_t &k) {
     __syncthreads();
+    k++;
     if (threadIdx.x == 0) {
-        cuda::atomic_ref<uint32_t, cuda::thread_scope_device> arrive(bar[0]), gen(bar[1]);
-        const uint32_t g = gen.load(cuda::memory_order_relaxed);
-        __threadfence();
-        if (arrive.fetch_add(1u, cuda::memory_order_acq_rel) == gridDim.x - 1) {
-            arrive.store(0u, cuda::memory_order_relaxed);
-            gen.fetch_add(1u, cuda::memory_order_release);
-        } else {
-            while (gen.load(cuda::memory_order_acquire) == g) {
-            }
-        }
-        __threadfence();
+        const uint32_t target = k * gridDim.x;
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar) : "memory");
+        uint32_t v;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
+        } while ((int32_t)(v - target) < 0);
     }
     __syncthreads();
 }
@@ -119,11 +118,54 @@ static __device__ __forceinline__ float dot8(const uint4 w, const uint4 x) {
 }
 
 /* xs[j][e] = BF16(rmsnorm(x[src_j]) * w) for j < rows, src_j = map ? map[j] : j: the rmsnorm
- * kernel's arithmetic (ops/cuda/elementwise.cu), every block for itself. */
+ * kernel's arithmetic (ops/cuda/elementwise.cu), every block for itself. One pass over x when a
+ * row fits in NORM_PER_THREAD values a thread (E <= 1,024): the values stay in registers between
+ * the sum of squares and the scaling, and one block barrier serves every row; else two passes. */
+#define NORM_PER_THREAD 4
 static __device__ void stage_norm(uint16_t *xs, int32_t ldxs, const float *x, const uint16_t *w,
                                   const int32_t *map, int32_t rows, int32_t E, float eps,
                                   float *red) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (E <= NORM_PER_THREAD * DS_THREADS) {
+        float xv[DS_MAX_B][NORM_PER_THREAD], wv[NORM_PER_THREAD];
+#pragma unroll
+        for (int t = 0; t < NORM_PER_THREAD; t++) {
+            const int32_t e = tid + t * DS_THREADS;
+            wv[t] = e < E ? bf16_to_f32(w[e]) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < DS_MAX_B; j++) {
+            if (j >= rows) break;
+            const float *xr = x + (int64_t)(map ? map[j] : j) * E;
+            float ss = 0.0f;
+#pragma unroll
+            for (int t = 0; t < NORM_PER_THREAD; t++) {
+                const int32_t e = tid + t * DS_THREADS;
+                xv[j][t] = e < E ? ldcg_f32(xr + e) : 0.0f;
+                ss += xv[j][t] * xv[j][t];
+            }
+            ss = warp_sum(ss);
+            if (lane == 0) red[warp * DS_MAX_B + j] = ss;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < DS_MAX_B; j++) {
+            if (j >= rows) break;
+            float t = 0.0f;
+            for (int wi = 0; wi < DS_WARPS; wi++)
+                t += red[wi * DS_MAX_B + j];
+            const float rs = 1.0f / sqrtf(t / (float)E + eps);
+#pragma unroll
+            for (int u = 0; u < NORM_PER_THREAD; u++) {
+                const int32_t e = tid + u * DS_THREADS;
+                if (e < E)
+                    xs[(int64_t)j * ldxs + e] =
+                        (uint16_t)f32_to_bf16(__fmul_rn(xv[j][u], rs) * wv[u]);
+            }
+        }
+        __syncthreads(); /* xs complete; red free again */
+        return;
+    }
     for (int32_t j = 0; j < rows; j++) {
         const float *xr = x + (int64_t)(map ? map[j] : j) * E;
         float ss = 0.0f;
@@ -410,6 +452,7 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
     float *red = sn + DS_MAX_B * (D / 2);                             /* [(W + 1) * MAX_B] */
     ds_att_smem<D> &S = *(ds_att_smem<D> *)(red + (DS_WARPS + 1) * DS_MAX_B);
 
+    uint32_t nbar = 0; /* barriers passed */
     /* 0. x = embed(tok); the RoPE table of each token's position (every block, own copy) */
     for (int64_t i = (int64_t)blockIdx.x * DS_THREADS + tid; i < (int64_t)B * E;
          i += (int64_t)gridDim.x * DS_THREADS) {
@@ -422,7 +465,7 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
         rope_table(p, m.inv_freq, D / 2, cs + j * (D / 2), sn + j * (D / 2), i % (D / 2), D / 2);
     }
     prefetch_rows(m.layers[0].wqkv, QKV, E, gw, nw, lane);
-    grid_sync(a.b.bar);
+    grid_sync(a.b.bar, nbar);
 
     for (int32_t l = 0; l < m.n_layer; l++) {
         const tinfer_op_cuda_step_layer &L = m.layers[l];
@@ -430,26 +473,26 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
         stage_norm(xs, KX, a.b.x, L.attn_norm, NULL, B, E, m.eps, red);
         gemv_rows<DS_STORE_BF16>(xs, KX, B, L.wqkv, QKV, E, L.bqkv, a.b.qkv, QKV, gw, nw, lane);
         prefetch_rows(L.wo, E, Q, gw, nw, lane);
-        grid_sync(a.b.bar);
+        grid_sync(a.b.bar, nbar);
         /* B. RoPE, the KV row, attention of every (token, head)           att [B, Q] */
         for (int32_t it = blockIdx.x; it < B * H; it += gridDim.x)
             attention_item<D>(a, l, it, cs, sn, S);
         prefetch_rows(L.wgu, 2 * F, E, gw, nw, lane);
-        grid_sync(a.b.bar);
+        grid_sync(a.b.bar, nbar);
         /* C. x += att · Wo^T (+ bo)                                       x [B, E] */
         stage_copy(xs, KX, a.b.att, Q, B);
         gemv_rows<DS_RESIDUAL_F32>(xs, KX, B, L.wo, E, Q, L.bo, a.b.x, E, gw, nw, lane);
         prefetch_rows(L.wdown, E, F, gw, nw, lane);
-        grid_sync(a.b.bar);
+        grid_sync(a.b.bar, nbar);
         /* D. xb = rmsnorm(x) · ffn_norm; act = silu(xb · Wg^T) * (xb · Wu^T)   act [B, F] */
         stage_norm(xs, KX, a.b.x, L.ffn_norm, NULL, B, E, m.eps, red);
         gemv_swiglu(xs, KX, B, L.wgu, F, E, a.b.act, gw, nw, lane);
         if (l + 1 < m.n_layer) prefetch_rows(m.layers[l + 1].wqkv, QKV, E, gw, nw, lane);
-        grid_sync(a.b.bar);
+        grid_sync(a.b.bar, nbar);
         /* E. x += act · Wdown^T                                           x [B, E] */
         stage_copy(xs, KX, a.b.act, F, B);
         gemv_rows<DS_RESIDUAL_F32>(xs, KX, B, L.wdown, E, F, NULL, a.b.x, E, gw, nw, lane);
-        grid_sync(a.b.bar);
+        grid_sync(a.b.bar, nbar);
     }
     /* the rows that want logits: final rmsnorm, LM head                  logits [n_out, V] */
     if (a.n_out > 0) {
@@ -499,6 +542,12 @@ static tinfer_status ds_launch(const ds_args &a, size_t smem, cudaStream_t strea
     tinfer_cuda_facts f;
     tinfer_status rc = tinfer_cuda_current_facts(&f, err);
     if (rc != TINFER_OK) return rc;
+    e = cudaMemsetAsync(a.b.bar, 0, sizeof(uint32_t), stream); /* the barrier's count */
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return tinfer_err_set(err, TINFER_ERR_CUDA, "decode_step: resetting the barrier: %s",
+                              cudaGetErrorString(e));
+    }
     void *args[] = {(void *)&a};
     e = cudaLaunchCooperativeKernel((const void *)decode_step_kernel<D>, dim3(f.n_sm),
                                     dim3(DS_THREADS), args, smem, stream);

@@ -190,7 +190,7 @@ typedef struct tinfer_op_cuda_step_bufs {
     uint16_t *att;  /* BF16 [n, Q] */
     uint16_t *act;  /* BF16 [n, F] */
     float *logits;  /* F32 [n_out, V] */
-    uint32_t *bar;  /* device, 2 words, zero before the first step: the grid barrier */
+    uint32_t *bar;  /* device, 1 word: the grid barrier's count (the launcher zeroes it) */
 } tinfer_op_cuda_step_bufs;
 
 /* Whether a step of n decode tokens with keys up to max_len can run fused on this model. */
