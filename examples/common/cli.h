@@ -7,6 +7,7 @@
 #include "tinfer.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,27 @@ static inline int tinfer_example_gpus(const char *v, int32_t *ids, int cap, int3
     }
     *n = k;
     return 0;
+}
+
+/* The device options the model tools share, "--backend", "--tp" and "--gpus" (a: the option,
+ * v: its value): 0 when a is none of them; 1 when it is one and v parsed into the outputs; -1
+ * when v is bad (why: the one-line reason, including v). */
+static inline int tinfer_example_device_opt(const char *a, const char *v, tinfer_backend *backend,
+                                            int32_t *tp, int32_t *gpus, int cap, int32_t *n_gpus,
+                                            char *why, size_t why_cap) {
+    if (!strcmp(a, "--backend")) {
+        if (tinfer_example_backend(v, backend) == 0) return 1;
+        snprintf(why, why_cap, "--backend: '%s' is not cpu, cuda or auto", v);
+    } else if (!strcmp(a, "--tp")) {
+        if (tinfer_example_tp(v, tp) == 0) return 1;
+        snprintf(why, why_cap, "--tp: '%s' is not an integer in [0, 1024]", v);
+    } else if (!strcmp(a, "--gpus")) {
+        if (tinfer_example_gpus(v, gpus, cap, n_gpus) == 0) return 1;
+        snprintf(why, why_cap, "--gpus: '%s' is not a list of distinct device ids (e.g. 0,1)", v);
+    } else {
+        return 0;
+    }
+    return -1;
 }
 
 #endif

@@ -232,17 +232,12 @@ int main(int argc, char **argv) {
             if (n_stops == MAX_STOPS) return fail("--stop: at most %d stop strings", MAX_STOPS);
             if (!v[0]) return fail("--stop: empty stop string");
             stops[n_stops++] = v;
-        } else if (!strcmp(a, "--backend")) {
-            if (tinfer_example_backend(v, &backend) != 0)
-                return fail("--backend: '%s' is not cpu, cuda or auto", v);
-        } else if (!strcmp(a, "--tp")) {
-            if (tinfer_example_tp(v, &tp) != 0)
-                return fail("--tp: '%s' is not an integer in [0, 1024]", v);
-        } else if (!strcmp(a, "--gpus")) {
-            if (tinfer_example_gpus(v, gpus, 64, &n_gpus) != 0)
-                return fail("--gpus: '%s' is not a list of distinct device ids (e.g. 0,1)", v);
         } else {
-            return fail("unknown option '%s' (see --help)", a);
+            char why[160];
+            const int d = tinfer_example_device_opt(a, v, &backend, &tp, gpus, 64, &n_gpus, why,
+                                                    sizeof why);
+            if (d < 0) return fail("%s", why);
+            if (d == 0) return fail("unknown option '%s' (see --help)", a);
         }
         if (bad) return 1;
     }
