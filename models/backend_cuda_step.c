@@ -215,7 +215,7 @@ static tinfer_status run_fused_step(cuda_ctx *c) {
     tinfer_status rc = tinfer_op_cuda_decode_step(
         &c->m->step, &c->kv, &b, meta_dev(c, p->m_tok), meta_dev(c, p->m_pos),
         meta_dev(c, p->m_seq), meta_dev(c, p->m_out), c->bp->n, c->bp->n_out, c->max_dec_len,
-        c->stream, &c->err);
+        NULL, c->stream, &c->err);
     if (rc == TINFER_OK && c->bp->n_out > 0)
         rc = tinfer_op_cuda_argmax((int32_t *)(c->mem + p->ids), c->logits, c->bp->n_out,
                                    c->m->cfg->n_vocab, c->m->cfg->n_vocab, c->stream, &c->err);

@@ -52,6 +52,7 @@ struct ds_args {
     tinfer_op_cuda_step_bufs b;
     const int32_t *tok, *pos, *seq, *out_rows;
     int32_t n, n_out;
+    uint64_t *trace; /* NULL, or the per-barrier timestamps (tinfer_op_cuda_decode_step) */
 };
 
 /* ---- device helpers ---- */
@@ -62,16 +63,27 @@ struct ds_args {
  * spins with acquire loads; the block barriers around it order the other threads' writes before
  * the release and their reads after the acquire (the pattern of CUTLASS's GenericBarrier: no
  * separate fences, no returned atomic, no second word to flip). */
-static __device__ __forceinline__ void grid_sync(uint32_t *bar, uint32_t &k) {
+static __device__ __forceinline__ uint64_t global_ns(void) {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* trace (when not NULL): the block's arrival and departure times (ns) at barrier k, at
+ * trace[((k - 1) * gridDim.x + block) * 2 + {0, 1}]. */
+static __device__ __forceinline__ void grid_sync(uint32_t *bar, uint32_t &k, uint64_t *trace) {
     __syncthreads();
     k++;
     if (threadIdx.x == 0) {
         const uint32_t target = k * gridDim.x;
+        uint64_t *tr = trace ? trace + ((int64_t)(k - 1) * gridDim.x + blockIdx.x) * 2 : NULL;
+        if (tr) tr[0] = global_ns();
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar) : "memory");
         uint32_t v;
         do {
             asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
         } while ((int32_t)(v - target) < 0);
+        if (tr) tr[1] = global_ns();
     }
     __syncthreads();
 }
@@ -465,7 +477,7 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
         rope_table(p, m.inv_freq, D / 2, cs + j * (D / 2), sn + j * (D / 2), i % (D / 2), D / 2);
     }
     prefetch_rows(m.layers[0].wqkv, QKV, E, gw, nw, lane);
-    grid_sync(a.b.bar, nbar);
+    grid_sync(a.b.bar, nbar, a.trace);
 
     for (int32_t l = 0; l < m.n_layer; l++) {
         const tinfer_op_cuda_step_layer &L = m.layers[l];
@@ -473,32 +485,36 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
         stage_norm(xs, KX, a.b.x, L.attn_norm, NULL, B, E, m.eps, red);
         gemv_rows<DS_STORE_BF16>(xs, KX, B, L.wqkv, QKV, E, L.bqkv, a.b.qkv, QKV, gw, nw, lane);
         prefetch_rows(L.wo, E, Q, gw, nw, lane);
-        grid_sync(a.b.bar, nbar);
+        grid_sync(a.b.bar, nbar, a.trace);
         /* B. RoPE, the KV row, attention of every (token, head)           att [B, Q] */
         for (int32_t it = blockIdx.x; it < B * H; it += gridDim.x)
             attention_item<D>(a, l, it, cs, sn, S);
         prefetch_rows(L.wgu, 2 * F, E, gw, nw, lane);
-        grid_sync(a.b.bar, nbar);
+        grid_sync(a.b.bar, nbar, a.trace);
         /* C. x += att · Wo^T (+ bo)                                       x [B, E] */
         stage_copy(xs, KX, a.b.att, Q, B);
         gemv_rows<DS_RESIDUAL_F32>(xs, KX, B, L.wo, E, Q, L.bo, a.b.x, E, gw, nw, lane);
         prefetch_rows(L.wdown, E, F, gw, nw, lane);
-        grid_sync(a.b.bar, nbar);
+        grid_sync(a.b.bar, nbar, a.trace);
         /* D. xb = rmsnorm(x) · ffn_norm; act = silu(xb · Wg^T) * (xb · Wu^T)   act [B, F] */
         stage_norm(xs, KX, a.b.x, L.ffn_norm, NULL, B, E, m.eps, red);
         gemv_swiglu(xs, KX, B, L.wgu, F, E, a.b.act, gw, nw, lane);
         if (l + 1 < m.n_layer) prefetch_rows(m.layers[l + 1].wqkv, QKV, E, gw, nw, lane);
-        grid_sync(a.b.bar, nbar);
+        grid_sync(a.b.bar, nbar, a.trace);
         /* E. x += act · Wdown^T                                           x [B, E] */
         stage_copy(xs, KX, a.b.act, F, B);
         gemv_rows<DS_RESIDUAL_F32>(xs, KX, B, L.wdown, E, F, NULL, a.b.x, E, gw, nw, lane);
-        grid_sync(a.b.bar, nbar);
+        grid_sync(a.b.bar, nbar, a.trace);
     }
     /* the rows that want logits: final rmsnorm, LM head                  logits [n_out, V] */
     if (a.n_out > 0) {
         stage_norm(xs, KX, a.b.x, m.out_norm, a.out_rows, a.n_out, E, m.eps, red);
         gemv_rows<DS_STORE_F32>(xs, KX, a.n_out, m.lm_head, V, E, NULL, a.b.logits, V, gw, nw,
                                 lane);
+    }
+    if (a.trace) { /* the block's end, after its last barrier's slot */
+        __syncthreads();
+        if (tid == 0) a.trace[((int64_t)nbar * gridDim.x + blockIdx.x) * 2] = global_ns();
     }
 }
 
@@ -565,7 +581,8 @@ extern "C" tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_mo
                                                     const int32_t *tok, const int32_t *pos,
                                                     const int32_t *seq, const int32_t *out_rows,
                                                     int32_t n, int32_t n_out, int32_t max_len,
-                                                    cudaStream_t stream, tinfer_err *err) {
+                                                    uint64_t *trace, cudaStream_t stream,
+                                                    tinfer_err *err) {
     TOPS_REQUIRE(err, m && kv && b && tok && pos && seq && (n_out == 0 || out_rows),
                  "decode_step", "NULL argument");
     TOPS_REQUIRE(err, n_out >= 0 && n_out <= n, "decode_step", "n_out %d outside [0, %d]", n_out,
@@ -587,6 +604,7 @@ extern "C" tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_mo
     a.out_rows = out_rows;
     a.n = n;
     a.n_out = n_out;
+    a.trace = trace;
     const size_t smem = ds_smem_bytes(m, kv);
     return kv->head_dim == 64 ? ds_launch<64>(a, smem, stream, err)
                               : ds_launch<128>(a, smem, stream, err);

@@ -197,13 +197,18 @@ typedef struct tinfer_op_cuda_step_bufs {
 bool tinfer_op_cuda_step_ok(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda_kv *kv,
                             int32_t n, int32_t max_len);
 /* The step: tok/pos/seq device int32 [n] (one token per sequence), out_rows device [n_out]
- * (indices into the n tokens whose logits are wanted); logits written for those rows. */
+ * (indices into the n tokens whose logits are wanted); logits written for those rows.
+ * trace: NULL, or device uint64 [(TINFER_OP_CUDA_STEP_BARRIERS(n_layer) + 1) * grid * 2] for a
+ * probe (tests/ops_cuda/probe_decode_step.cu): each block's arrival and departure time (ns,
+ * %globaltimer) at every grid barrier, then its end time; grid = the device's SM count. */
+#define TINFER_OP_CUDA_STEP_BARRIERS(n_layer) (1 + 5 * (n_layer))
 tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_model *m,
                                          const tinfer_op_cuda_kv *kv,
                                          const tinfer_op_cuda_step_bufs *b, const int32_t *tok,
                                          const int32_t *pos, const int32_t *seq,
                                          const int32_t *out_rows, int32_t n, int32_t n_out,
-                                         int32_t max_len, cudaStream_t stream, tinfer_err *err);
+                                         int32_t max_len, uint64_t *trace, cudaStream_t stream,
+                                         tinfer_err *err);
 
 #ifdef __cplusplus
 }

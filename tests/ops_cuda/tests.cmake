@@ -9,6 +9,13 @@ if(TINFER_HAVE_CUDA)
   target_include_directories(test-ops-cuda PRIVATE ${TINFER_INCLUDE_DIRS})
   target_compile_options(test-ops-cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -lineinfo>)
   target_link_libraries(test-ops-cuda PRIVATE tinfer_ops_cuda tinfer_ops CUDA::cudart ${MATH_LIB})
+  # probe-decode-step: a lab probe (no pass/fail beyond a CUDA error or a NaN): where the fused
+  # decode step's time goes, phase by phase; run by scripts/gpu/run.sh as a benchmark
+  add_executable(probe-decode-step ${CMAKE_CURRENT_LIST_DIR}/probe_decode_step.cu
+                 ${PROJECT_SOURCE_DIR}/gemm/cuda/device.cu ${TINFER_BASE_SRC})
+  target_include_directories(probe-decode-step PRIVATE ${TINFER_INCLUDE_DIRS})
+  target_compile_options(probe-decode-step PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -lineinfo>)
+  target_link_libraries(probe-decode-step PRIVATE tinfer_ops_cuda tinfer_ops CUDA::cudart ${MATH_LIB})
   add_test(NAME ops_cuda COMMAND test-ops-cuda)
   set_tests_properties(ops_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 endif()

@@ -1,0 +1,239 @@
+/*
+ * probe_decode_step.cu — where the fused decode step's time goes (ops/cuda/decode_step.cu): a
+ * lab probe, not a test. Random BF16 weights of a Llama configuration (SmolLM2-135M's unless
+ * told otherwise) and a random KV cache of `ctx` rows per sequence on the device; the step is
+ * timed (CUDA events, median of reps) and then run once with its barrier trace, from which each
+ * phase gets two numbers, averaged over the layers:
+ *   work     the slowest block's time from leaving the previous barrier to arriving at this one
+ *            (the phase's critical path),
+ *   barrier  from the last block's arrival to the last block's departure (what the barrier
+ *            itself costs once everyone is there);
+ * the LM head's work runs from the last barrier to the blocks' end.
+ *
+ *   probe-decode-step [--batch 1,8] [--ctx 64] [--reps 20]
+ *                     [--config E,H,HKV,D,F,L,V]   (default 576,9,3,64,1536,30,49152)
+ * Exit 77 without a GPU, 1 on a CUDA error or a non-finite logit.
+ */
+#include "base/error.h"
+#include "ops/cuda/ops_cuda.h"
+
+#include <algorithm>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* dst[i] = BF16 of a uniform value in [-scale, scale) from a hash of (i, seed); scale 0: 1.0 */
+static __global__ void fill_bf16(uint16_t *dst, size_t n, uint32_t seed, float scale) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)(i >> 32) ^ seed * 40503u;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        const float v = scale == 0.0f ? 1.0f : ((float)(h & 0xffffu) / 32768.0f - 1.0f) * scale;
+        dst[i] = (uint16_t)(__float_as_uint(v) >> 16);
+    }
+}
+
+static uint16_t *dev_bf16(size_t n, uint32_t seed, float scale) {
+    uint16_t *p = NULL;
+    CK(cudaMalloc((void **)&p, n * 2));
+    fill_bf16<<<1024, 256>>>(p, n, seed, scale);
+    CK(cudaGetLastError());
+    return p;
+}
+
+static int parse_list(const char *s, int *out, int cap) {
+    int n = 0;
+    for (const char *p = s; *p && n < cap;) {
+        out[n++] = atoi(p);
+        p = strchr(p, ',');
+        if (!p) break;
+        p++;
+    }
+    return n;
+}
+
+int main(int argc, char **argv) {
+    int batches[8] = {1, 8}, n_b = 2, ctx = 64, reps = 20;
+    int cfg[7] = {576, 9, 3, 64, 1536, 30, 49152};
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--batch"))
+            n_b = parse_list(argv[i + 1], batches, 8);
+        else if (!strcmp(argv[i], "--ctx"))
+            ctx = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--config")) {
+            if (parse_list(argv[i + 1], cfg, 7) != 7) {
+                fprintf(stderr, "--config: E,H,HKV,D,F,L,V\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    int n_dev = 0;
+    if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
+        printf("SKIP: no CUDA device\n");
+        return 77;
+    }
+    const int E = cfg[0], H = cfg[1], HKV = cfg[2], D = cfg[3], F = cfg[4], L = cfg[5], V = cfg[6];
+    const int Q = H * D, KVD = HKV * D, QKV = Q + 2 * KVD, N_CTX = 1024, MAXB = 8;
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    const int grid = prop.multiProcessorCount;
+
+    /* the model: random weights, unit norms, tied LM head */
+    std::vector<tinfer_op_cuda_step_layer> hl(L);
+    std::vector<void *> owned;
+    uint32_t seed = 1;
+    uint16_t *ones = dev_bf16((size_t)E, 0, 0.0f);
+    owned.push_back(ones);
+    for (int l = 0; l < L; l++) {
+        uint16_t *wqkv = dev_bf16((size_t)QKV * E, seed++, 0.05f),
+                 *wo = dev_bf16((size_t)E * Q, seed++, 0.05f),
+                 *wgu = dev_bf16((size_t)2 * F * E, seed++, 0.05f),
+                 *wdown = dev_bf16((size_t)E * F, seed++, 0.05f);
+        owned.insert(owned.end(), {wqkv, wo, wgu, wdown});
+        hl[l] = {ones, wqkv, NULL, wo, NULL, ones, wgu, wdown};
+    }
+    tinfer_op_cuda_step_layer *dl = NULL;
+    CK(cudaMalloc((void **)&dl, L * sizeof *dl));
+    CK(cudaMemcpy(dl, hl.data(), L * sizeof *dl, cudaMemcpyHostToDevice));
+    uint16_t *embd = dev_bf16((size_t)V * E, seed++, 0.5f);
+    std::vector<float> inv(D / 2);
+    for (int j = 0; j < D / 2; j++)
+        inv[j] = 1.0f / (float)pow(10000.0, (double)(2 * j) / D);
+    float *d_inv = NULL;
+    CK(cudaMalloc((void **)&d_inv, inv.size() * 4));
+    CK(cudaMemcpy(d_inv, inv.data(), inv.size() * 4, cudaMemcpyHostToDevice));
+    const tinfer_op_cuda_step_model m = {L, E, F, V, 1e-5f, dl, embd, ones, embd, d_inv};
+
+    /* the context: a random cache of MAXB sequences, the step's buffers */
+    const size_t cache = (size_t)MAXB * L * N_CTX * KVD;
+    tinfer_op_cuda_kv kv = {dev_bf16(cache, seed++, 1.0f), dev_bf16(cache, seed++, 1.0f), MAXB, L,
+                            N_CTX, H, HKV, D};
+    tinfer_op_cuda_step_bufs b;
+    CK(cudaMalloc((void **)&b.x, (size_t)MAXB * E * 4));
+    CK(cudaMalloc((void **)&b.qkv, (size_t)MAXB * QKV * 2));
+    CK(cudaMalloc((void **)&b.att, (size_t)MAXB * Q * 2));
+    CK(cudaMalloc((void **)&b.act, (size_t)MAXB * F * 2));
+    CK(cudaMalloc((void **)&b.logits, (size_t)MAXB * V * 4));
+    CK(cudaMalloc((void **)&b.bar, 4));
+    int32_t h_meta[4 * MAXB], *d_meta = NULL;
+    for (int j = 0; j < MAXB; j++) {
+        h_meta[j] = (j * 7919 + 13) % V; /* tok */
+        h_meta[MAXB + j] = ctx;           /* pos: ctx cached rows before it */
+        h_meta[2 * MAXB + j] = j;         /* seq */
+        h_meta[3 * MAXB + j] = j;         /* out_rows */
+    }
+    CK(cudaMalloc((void **)&d_meta, sizeof h_meta));
+    CK(cudaMemcpy(d_meta, h_meta, sizeof h_meta, cudaMemcpyHostToDevice));
+    const int n_bar = TINFER_OP_CUDA_STEP_BARRIERS(L);
+    uint64_t *d_trace = NULL;
+    CK(cudaMalloc((void **)&d_trace, (size_t)(n_bar + 1) * grid * 2 * 8));
+    std::vector<uint64_t> tr((size_t)(n_bar + 1) * grid * 2);
+    cudaStream_t st;
+    CK(cudaStreamCreate(&st));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaDeviceSynchronize());
+
+    printf("probe-decode-step: %s, %d SMs; E %d, heads %d/%d x %d, F %d, %d layers, V %d; %d "
+           "cached rows\n",
+           prop.name, grid, E, H, HKV, D, F, L, V, ctx);
+    int bad = 0;
+    for (int bi = 0; bi < n_b; bi++) {
+        const int B = batches[bi];
+        if (!tinfer_op_cuda_step_ok(&m, &kv, B, ctx + 1)) {
+            printf("batch %d: not supported by the fused step\n", B);
+            continue;
+        }
+        tinfer_err err;
+        err.msg[0] = 0;
+        auto step = [&](uint64_t *trace) {
+            const tinfer_status rc = tinfer_op_cuda_decode_step(
+                &m, &kv, &b, d_meta, d_meta + MAXB, d_meta + 2 * MAXB, d_meta + 3 * MAXB, B, B,
+                ctx + 1, trace, st, &err);
+            if (rc != TINFER_OK) {
+                fprintf(stderr, "decode_step: %s\n", err.msg);
+                exit(1);
+            }
+        };
+        for (int w = 0; w < 3; w++)
+            step(NULL);
+        std::vector<float> ms(reps);
+        for (int r = 0; r < reps; r++) {
+            CK(cudaEventRecord(e0, st));
+            step(NULL);
+            CK(cudaEventRecord(e1, st));
+            CK(cudaEventSynchronize(e1));
+            CK(cudaEventElapsedTime(&ms[r], e0, e1));
+        }
+        std::sort(ms.begin(), ms.end());
+        step(d_trace);
+        CK(cudaStreamSynchronize(st));
+        CK(cudaMemcpy(tr.data(), d_trace, tr.size() * 8, cudaMemcpyDeviceToHost));
+        std::vector<float> lg((size_t)B * V);
+        CK(cudaMemcpy(lg.data(), b.logits, lg.size() * 4, cudaMemcpyDeviceToHost));
+        for (float v : lg)
+            if (!isfinite(v)) {
+                bad = 1;
+                break;
+            }
+
+        auto at = [&](int k, int blk, int w) { return (double)tr[((size_t)k * grid + blk) * 2 + w]; };
+        const char *names[6] = {"embed", "A rmsnorm+qkv", "B rope+kv+attention", "C o+residual",
+                                "D rmsnorm+gate/up", "E down+residual"};
+        double work[6] = {0}, barr[6] = {0}, cnt[6] = {0}, sum_work = 0, sum_barr = 0;
+        for (int k = 0; k < n_bar; k++) {
+            const int t = k == 0 ? 0 : 1 + (k - 1) % 5;
+            double arrive_max = 0, leave_max = 0, crit = 0;
+            for (int blk = 0; blk < grid; blk++) {
+                arrive_max = std::max(arrive_max, at(k, blk, 0));
+                leave_max = std::max(leave_max, at(k, blk, 1));
+                if (k > 0) crit = std::max(crit, at(k, blk, 0) - at(k - 1, blk, 1));
+            }
+            if (k > 0) {
+                work[t] += crit;
+                sum_work += crit;
+            }
+            barr[t] += leave_max - arrive_max;
+            sum_barr += leave_max - arrive_max;
+            cnt[t]++;
+        }
+        double head = 0;
+        for (int blk = 0; blk < grid; blk++)
+            head = std::max(head, at(n_bar, blk, 0) - at(n_bar - 1, blk, 1));
+        printf("\nbatch %d: step %.1f us (median of %d; min %.1f), tok/s %.0f\n", B,
+               1e3 * ms[reps / 2], reps, 1e3 * ms[0], B / (1e-3 * ms[reps / 2]));
+        printf("  %-22s %10s %12s\n", "phase (mean of layers)", "work us", "barrier us");
+        for (int t = 0; t < 6; t++)
+            printf("  %-22s %10.2f %12.2f\n", names[t], t ? work[t] / cnt[t] / 1e3 : 0.0,
+                   barr[t] / cnt[t] / 1e3);
+        printf("  %-22s %10.2f\n", "LM head (to the end)", head / 1e3);
+        printf("  totals: work %.1f us, barriers %.1f us over %d barriers, LM head %.1f us\n",
+               sum_work / 1e3, sum_barr / 1e3, n_bar, head / 1e3);
+    }
+    for (void *p : owned)
+        cudaFree(p);
+    if (bad) {
+        printf("FAIL: a non-finite logit\n");
+        return 1;
+    }
+    return 0;
+}
