@@ -14,24 +14,9 @@
  *                     [--config E,H,HKV,D,F,L,V]   (default 576,9,3,64,1536,30,49152)
  * Exit 77 without a GPU, 1 on a CUDA error or a non-finite logit.
  */
-#include "base/error.h"
-#include "ops/cuda/ops_cuda.h"
+#include "test_ops_cuda.h" /* CK, and the ops header */
 
 #include <algorithm>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <vector>
-
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* dst[i] = BF16 of a uniform value in [-scale, scale) from a hash of (i, seed); scale 0: 1.0 */
 static __global__ void fill_bf16(uint16_t *dst, size_t n, uint32_t seed, float scale) {
