@@ -181,7 +181,9 @@ int main(int argc, char **argv) {
                 break;
             }
 
-        auto at = [&](int k, int blk, int w) { return (double)tr[((size_t)k * grid + blk) * 2 + w]; };
+        auto at = [&](int k, int blk, int w) {
+            return (double)tr[((size_t)k * grid + blk) * 2 + w];
+        };
         const char *names[6] = {"embed", "A rmsnorm+qkv", "B rope+kv+attention", "C o+residual",
                                 "D rmsnorm+gate/up", "E down+residual"};
         double work[6] = {0}, barr[6] = {0}, cnt[6] = {0}, sum_work = 0, sum_barr = 0;

@@ -400,6 +400,7 @@ int main(int argc, char **argv) {
     printf("seed 0x%llx\n", (unsigned long long)g_rng);
     bad_args();
     test_attention_plan_host();
+    test_decode_step_host();
     tinfer_device_info info;
     tinfer_err err;
     const tinfer_status st = tinfer_device_probe(0, &info, &err);
@@ -452,6 +453,7 @@ int main(int argc, char **argv) {
 
     test_attention_all(quick);
     test_attention_decode_rope_all(quick);
+    test_decode_step_all(quick);
 
     CK(cudaStreamDestroy(g_stream));
     printf("%s: %d of %d cases failed\n", g_fail ? "FAIL" : "PASS", g_fail, g_cases);

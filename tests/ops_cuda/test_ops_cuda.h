@@ -105,5 +105,7 @@ void verdict(const char *label, int bad);
 
 void test_attention_all(int quick);
 void test_attention_decode_rope_all(int quick);
+void test_decode_step_all(int quick);
+void test_decode_step_host(void);
 
 #endif

@@ -1,0 +1,274 @@
+/*
+ * test_decode_step.cu — the fused decode step (tinfer_op_cuda_decode_step) against the same step
+ * composed of the separate CUDA ops (embed, rmsnorm, attention_decode_rope) and a naive GEMV
+ * written here with the fused kernel's epilogues (bias, BF16 store, residual add, SwiGLU with
+ * __expf, F32 logits), on a small random model with Q/K/V and O biases.
+ *
+ * Cases: head_dim 64 (GQA 2) and 128 (GQA 2); one step of 7 sequences at positions 0, 1, 63, 64,
+ * 65, 511 and 1023 (1,024 keys: the kernel's limit), each cache holding random rows before its
+ * position and the sentinel from it on; a single sequence at position 2; a step whose third token
+ * id is out of range (its logits must be NaN, the others finite and right).
+ * Tolerance: both paths round at the same points (BF16 normed x, qkv, attention, SwiGLU output;
+ * F32 residual and logits) and differ only in F32 summation order (K <= 1,024: relative
+ * differences ~1e-6), which flips a BF16 rounding of a value now and then (probability ~1e-6 /
+ * 2^-9 per value, each flip 2^-8 relative); over 2 layers the logits differ by ~1e-3 relative
+ * RMS at most. TOL_STEP = 1e-2 leaves 10x; a wrong head, cache row, phase or epilogue gives O(1).
+ * Also: the cache row at each position is written in every layer, the rows after it are not;
+ * the guard bands of every output hold.
+ */
+#include "test_ops_cuda.h"
+
+#include <algorithm>
+
+#define TOL_STEP 1e-2
+
+/* y = epilogue(x[m] · w[n]) for m < M, n < N (one thread each, F32 sums in k order):
+ * mode 0 BF16 store (+ bias), 1 F32 residual add (+ bias), 2 SwiGLU (w = [gate; up], N = F,
+ * BF16 store), 3 F32 store. */
+static __global__ void ref_gemv(const uint16_t *x, const uint16_t *w, const uint16_t *bias, int M,
+                                int N, int K, int mode, void *y) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= M * N) return;
+    const int m = i / N, n = i % N;
+    auto f = [](uint16_t h) { return __uint_as_float((uint32_t)h << 16); };
+    auto dot = [&](int row) {
+        float s = 0.0f;
+        for (int k = 0; k < K; k++)
+            s = fmaf(f(w[(size_t)row * K + k]), f(x[(size_t)m * K + k]), s);
+        return s;
+    };
+    auto bf = [](float v) {
+        uint32_t u = __float_as_uint(v);
+        if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) | 0x40u) & 0xffffu);
+        u += 0x7fffu + ((u >> 16) & 1u);
+        return (uint16_t)(u >> 16);
+    };
+    float g = dot(n);
+    if (bias) g += f(bias[n]);
+    if (mode == 0) {
+        ((uint16_t *)y)[(size_t)m * N + n] = bf(g);
+    } else if (mode == 1) {
+        float *o = (float *)y + (size_t)m * N + n;
+        *o = *o + g;
+    } else if (mode == 2) {
+        const float u = dot(N + n);
+        ((uint16_t *)y)[(size_t)m * N + n] = bf(g / (1.0f + __expf(-g)) * u);
+    } else {
+        ((float *)y)[(size_t)m * N + n] = g;
+    }
+}
+
+static void ref(const uint16_t *x, const uint16_t *w, const uint16_t *bias, int M, int N, int K,
+                int mode, void *y) {
+    ref_gemv<<<(M * N + 127) / 128, 128, 0, g_stream>>>(x, w, bias, M, N, K, mode, y);
+    CK(cudaGetLastError());
+}
+
+struct step_model {
+    int E, H, HKV, D, F, L, V;
+};
+
+static double rel_rms(const float *a, const float *b, int n) {
+    double d = 0, r = 0;
+    for (int i = 0; i < n; i++) {
+        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        r += (double)b[i] * b[i];
+    }
+    return sqrt(d / (r > 0 ? r : 1));
+}
+
+static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, int bad_tok) {
+    char label[160];
+    snprintf(label, sizeof label, "decode_step E=%d heads %d/%d hd=%d F=%d L=%d seqs=%zu%s", c.E,
+             c.H, c.HKV, c.D, c.F, c.L, pos.size(), bad_tok >= 0 ? " (a bad token id)" : "");
+    const int n = (int)pos.size(), Q = c.H * c.D, KVD = c.HKV * c.D, QKV = Q + 2 * KVD,
+              N_CTX = 1024;
+    std::vector<std::vector<uint16_t>> hw;
+    auto rnd_vec = [](size_t k, float s) {
+        std::vector<uint16_t> v(k);
+        for (auto &e : v)
+            e = rnd_bf16(s);
+        return v;
+    };
+    /* weights: per layer attn_norm, wqkv, bqkv, wo, bo, ffn_norm, wgu, wdown; then embd, norm */
+    std::vector<dbuf<uint16_t>> dw;
+    auto up = [&](const std::vector<uint16_t> &v) {
+        dw.emplace_back();
+        dw.back().alloc(v.size(), 0);
+        dw.back().put(v);
+        return dw.back().p;
+    };
+    dw.reserve((size_t)c.L * 8 + 2);
+    std::vector<tinfer_op_cuda_step_layer> hl(c.L);
+    for (int l = 0; l < c.L; l++) {
+        hl[l].attn_norm = up(rnd_vec(c.E, 1.0f));
+        hl[l].wqkv = up(rnd_vec((size_t)QKV * c.E, 0.1f));
+        hl[l].bqkv = up(rnd_vec(QKV, 0.5f));
+        hl[l].wo = up(rnd_vec((size_t)c.E * Q, 0.1f));
+        hl[l].bo = up(rnd_vec(c.E, 0.5f));
+        hl[l].ffn_norm = up(rnd_vec(c.E, 1.0f));
+        hl[l].wgu = up(rnd_vec((size_t)2 * c.F * c.E, 0.1f));
+        hl[l].wdown = up(rnd_vec((size_t)c.E * c.F, 0.1f));
+    }
+    const uint16_t *embd = up(rnd_vec((size_t)c.V * c.E, 1.0f)), *onorm = up(rnd_vec(c.E, 1.0f));
+    tinfer_op_cuda_step_layer *dl = NULL;
+    CK(cudaMalloc((void **)&dl, c.L * sizeof *dl));
+    CK(cudaMemcpy(dl, hl.data(), c.L * sizeof *dl, cudaMemcpyHostToDevice));
+    std::vector<float> inv(c.D / 2);
+    for (int j = 0; j < c.D / 2; j++)
+        inv[j] = (float)(1.0 / pow(10000.0, 2.0 * j / c.D));
+    dbuf<float> dinv;
+    dinv.alloc(inv.size(), 0.0f), dinv.put(inv);
+    const tinfer_op_cuda_step_model m = {c.L, c.E, c.F, c.V, 1e-5f, dl, embd, onorm, embd, dinv.p};
+
+    /* metadata: token ids, positions, one sequence each, every row wants logits */
+    std::vector<int32_t> tok(n), seq(n), rows(n);
+    int32_t max_len = 0;
+    for (int i = 0; i < n; i++) {
+        tok[i] = i == bad_tok ? c.V : (int32_t)(rnd_u32() % (uint32_t)c.V);
+        seq[i] = i, rows[i] = i, max_len = std::max(max_len, pos[i] + 1);
+    }
+    dbuf<int32_t> dtok, dpos, dseq, drows;
+    dtok.alloc(n, 0), dtok.put(tok);
+    dpos.alloc(n, 0), dpos.put(pos);
+    dseq.alloc(n, 0), dseq.put(seq);
+    drows.alloc(n, 0), drows.put(rows);
+
+    /* caches: random rows before each position, the sentinel from it on (same for both ways) */
+    const size_t csz = (size_t)n * c.L * N_CTX * KVD;
+    std::vector<uint16_t> kc(csz, SENT_BF16), vc(csz, SENT_BF16);
+    for (int s = 0; s < n; s++)
+        for (int l = 0; l < c.L; l++) {
+            const size_t base = ((size_t)s * c.L + l) * N_CTX * KVD;
+            for (size_t e = 0; e < (size_t)pos[s] * KVD; e++)
+                kc[base + e] = rnd_bf16(1.0f), vc[base + e] = rnd_bf16(1.0f);
+        }
+    std::vector<float> logits[2];
+    std::vector<uint16_t> k_after;
+    int bad = 0;
+    for (int way = 0; way < 2; way++) {
+        dbuf<uint16_t> dk, dv, dqkv, datt, dact, dxb;
+        dbuf<float> dx, dlg;
+        dbuf<uint32_t> dbar;
+        dk.alloc(csz, 0), dk.put(kc);
+        dv.alloc(csz, 0), dv.put(vc);
+        dqkv.alloc((size_t)n * QKV, SENT_BF16);
+        datt.alloc((size_t)n * Q, SENT_BF16);
+        dact.alloc((size_t)n * c.F, SENT_BF16);
+        dxb.alloc((size_t)n * c.E, SENT_BF16);
+        dx.alloc((size_t)n * c.E, 0.0f);
+        dlg.alloc((size_t)n * c.V, 0.0f);
+        dbar.alloc(1, 0u);
+        tinfer_op_cuda_kv kv = {dk.p, dv.p, n, c.L, N_CTX, c.H, c.HKV, c.D};
+        if (way == 0) { /* op by op */
+            CKT(tinfer_op_cuda_embed(dx.p, embd, dtok.p, n, c.E, c.V, g_stream, &e_));
+            for (int l = 0; l < c.L; l++) {
+                CKT(tinfer_op_cuda_rmsnorm(dxb.p, dx.p, hl[l].attn_norm, NULL, n, n, c.E, 1e-5f,
+                                           g_stream, &e_));
+                ref(dxb.p, hl[l].wqkv, hl[l].bqkv, n, QKV, c.E, 0, dqkv.p);
+                CKT(tinfer_op_cuda_attention_decode_rope(datt.p, dqkv.p, &kv, l, dinv.p, dpos.p,
+                                                         dseq.p, drows.p, n, max_len, NULL, 0,
+                                                         g_stream, &e_));
+                ref(datt.p, hl[l].wo, hl[l].bo, n, c.E, Q, 1, dx.p);
+                CKT(tinfer_op_cuda_rmsnorm(dxb.p, dx.p, hl[l].ffn_norm, NULL, n, n, c.E, 1e-5f,
+                                           g_stream, &e_));
+                ref(dxb.p, hl[l].wgu, NULL, n, c.F, c.E, 2, dact.p);
+                ref(dact.p, hl[l].wdown, NULL, n, c.E, c.F, 1, dx.p);
+            }
+            CKT(tinfer_op_cuda_rmsnorm(dxb.p, dx.p, onorm, drows.p, n, n, c.E, 1e-5f, g_stream,
+                                       &e_));
+            ref(dxb.p, embd, NULL, n, c.V, c.E, 3, dlg.p);
+        } else {
+            if (!tinfer_op_cuda_step_ok(&m, &kv, n, max_len)) {
+                printf("  %s: tinfer_op_cuda_step_ok refuses the case\n", label);
+                bad = 1;
+                break;
+            }
+            const tinfer_op_cuda_step_bufs b = {dx.p, dqkv.p, datt.p, dact.p, dlg.p, dbar.p};
+            CKT(tinfer_op_cuda_decode_step(&m, &kv, &b, dtok.p, dpos.p, dseq.p, drows.p, n, n,
+                                           max_len, NULL, g_stream, &e_));
+        }
+        CK(cudaStreamSynchronize(g_stream));
+        bad |= dlg.guards_ok(label) | dx.guards_ok(label) | dqkv.guards_ok(label) |
+               datt.guards_ok(label) | dact.guards_ok(label) | dk.guards_ok(label) |
+               dv.guards_ok(label);
+        logits[way] = dlg.get();
+        if (way == 1) k_after = dk.get();
+        dk.free_(), dv.free_(), dqkv.free_(), datt.free_(), dact.free_(), dxb.free_();
+        dx.free_(), dlg.free_(), dbar.free_();
+    }
+    for (int i = 0; i < n && !bad; i++) {
+        const float *a = logits[1].data() + (size_t)i * c.V,
+                    *r = logits[0].data() + (size_t)i * c.V;
+        if (i == bad_tok) { /* an out-of-range token: NaN logits, both ways */
+            for (int v = 0; v < c.V && !bad; v++)
+                if (!isnan(a[v])) {
+                    printf("  %s: row %d (bad token) logit %d = %g, not NaN\n", label, i, v, a[v]);
+                    bad = 1;
+                }
+            continue;
+        }
+        const double e = rel_rms(a, r, c.V);
+        if (!(e <= TOL_STEP)) {
+            printf("  %s: row %d (pos %d): relative RMS %.3g against op by op\n", label, i,
+                   pos[i], e);
+            bad = 1;
+        }
+    }
+    for (int s = 0; s < n && !bad; s++) /* row pos written in every layer, the next one not */
+        for (int l = 0; l < c.L && !bad; l++) {
+            const size_t row = (((size_t)s * c.L + l) * N_CTX + pos[s]) * KVD;
+            const bool written = k_after[row] != SENT_BF16;
+            const bool next_clean = pos[s] + 1 >= N_CTX || k_after[row + KVD] == SENT_BF16;
+            if (!written || !next_clean) {
+                printf("  %s: sequence %d layer %d: cache row %d %s\n", label, s, l, pos[s],
+                       !written ? "not written" : "written past it");
+                bad = 1;
+            }
+        }
+    verdict(label, bad);
+    for (auto &d : dw)
+        d.free_();
+    CK(cudaFree(dl));
+    dinv.free_(), dtok.free_(), dpos.free_(), dseq.free_(), drows.free_();
+}
+
+/* Host checks (no GPU needed): what tinfer_op_cuda_step_ok accepts, and the launcher's argument
+ * errors, which return before any CUDA call. */
+void test_decode_step_host(void) {
+    const tinfer_op_cuda_step_layer layer = {0};
+    const tinfer_op_cuda_step_model m = {1,    576,  1536, 49152, 1e-5f,
+                                         &layer, NULL, NULL, NULL, NULL};
+    tinfer_op_cuda_kv kv = {NULL, NULL, 8, 1, 2048, 9, 3, 64};
+    int bad = 0;
+    bad |= !tinfer_op_cuda_step_ok(&m, &kv, 1, 1024);   /* SmolLM2, 1 token, 1,024 keys */
+    bad |= !tinfer_op_cuda_step_ok(&m, &kv, 8, 1);      /* 8 tokens */
+    bad |= tinfer_op_cuda_step_ok(&m, &kv, 9, 1);       /* over 8 tokens */
+    bad |= tinfer_op_cuda_step_ok(&m, &kv, 0, 1);       /* none */
+    bad |= tinfer_op_cuda_step_ok(&m, &kv, 1, 1025);    /* over 1,024 keys */
+    tinfer_op_cuda_kv kv96 = kv;
+    kv96.head_dim = 96;
+    bad |= tinfer_op_cuda_step_ok(&m, &kv96, 1, 1);     /* head_dim 96 */
+    tinfer_op_cuda_step_model big = m;
+    big.n_ff = 14336; /* Llama-3-8B's F: the staged rows do not fit the shared memory */
+    bad |= tinfer_op_cuda_step_ok(&big, &kv, 1, 1);
+    tinfer_err err;
+    err.msg[0] = 0;
+    const int32_t one = 0;
+    const tinfer_op_cuda_step_bufs b = {0};
+    bad |= tinfer_op_cuda_decode_step(&m, &kv, &b, &one, &one, &one, &one, 9, 1, 1, NULL, NULL,
+                                      &err) != TINFER_ERR_INVALID_ARG;
+    bad |= tinfer_op_cuda_decode_step(&m, &kv, &b, &one, &one, &one, NULL, 1, 1, 1, NULL, NULL,
+                                      &err) != TINFER_ERR_INVALID_ARG;
+    bad |= tinfer_op_cuda_decode_step(&m, &kv, &b, &one, &one, &one, &one, 1, 2, 1, NULL, NULL,
+                                      &err) != TINFER_ERR_INVALID_ARG;
+    verdict("decode_step host checks (step_ok, argument errors)", bad);
+}
+
+void test_decode_step_all(int quick) {
+    const std::vector<int32_t> lens = {0, 1, 63, 64, 65, 511, 1023};
+    run_step_case({128, 4, 2, 64, 256, 2, 500}, lens, -1);
+    run_step_case({128, 4, 2, 64, 256, 2, 500}, {2}, -1);
+    run_step_case({128, 4, 2, 64, 256, 2, 500}, {5, 9, 17}, 2);
+    if (!quick) run_step_case({256, 2, 1, 128, 512, 2, 1000}, lens, -1);
+}
