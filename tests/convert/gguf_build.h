@@ -42,4 +42,17 @@ static void kv_str(buf *b, const char *k, const char *v) {
     str(b, v);
 }
 
+/* The tiny test model's hyperparameters and tokenizer kind (8 key/value pairs): 1 layer, hidden
+ * 32, ffn 32, 2 heads / 1 KV head, context 64, a GPT-2 byte-level tokenizer. */
+static void kv_tiny_llama(buf *b) {
+    kv_u32(b, "llama.block_count", 1);
+    kv_u32(b, "llama.context_length", 64);
+    kv_u32(b, "llama.embedding_length", 32);
+    kv_u32(b, "llama.feed_forward_length", 32);
+    kv_u32(b, "llama.attention.head_count", 2);
+    kv_u32(b, "llama.attention.head_count_kv", 1);
+    kv_str(b, "tokenizer.ggml.model", "gpt2");
+    kv_str(b, "tokenizer.ggml.pre", "smollm");
+}
+
 #endif

@@ -71,14 +71,7 @@ static buf build(const spec *s) {
     put(&b, "general.architecture", strlen("general.architecture"));
     u32(&b, 8);
     str(&b, s->arch ? s->arch : "llama");
-    kv_u32(&b, "llama.block_count", 1);
-    kv_u32(&b, "llama.context_length", 64);
-    kv_u32(&b, "llama.embedding_length", 32);
-    kv_u32(&b, "llama.feed_forward_length", 32);
-    kv_u32(&b, "llama.attention.head_count", 2);
-    kv_u32(&b, "llama.attention.head_count_kv", 1);
-    kv_str(&b, "tokenizer.ggml.model", "gpt2");
-    kv_str(&b, "tokenizer.ggml.pre", "smollm");
+    kv_tiny_llama(&b);
     /* tokens: 4 byte-level strings, merges: one */
     str(&b, "tokenizer.ggml.tokens");
     u32(&b, 9);

@@ -60,14 +60,7 @@ static buf build(void) {
     u64(&b, NT);
     u64(&b, 11);
     kv_str(&b, "general.architecture", "llama");
-    kv_u32(&b, "llama.block_count", 1);
-    kv_u32(&b, "llama.context_length", 64);
-    kv_u32(&b, "llama.embedding_length", 32);
-    kv_u32(&b, "llama.feed_forward_length", 32);
-    kv_u32(&b, "llama.attention.head_count", 2);
-    kv_u32(&b, "llama.attention.head_count_kv", 1);
-    kv_str(&b, "tokenizer.ggml.model", "gpt2");
-    kv_str(&b, "tokenizer.ggml.pre", "smollm");
+    kv_tiny_llama(&b);
     str(&b, "tokenizer.ggml.tokens");
     u32(&b, 9);
     u32(&b, 8);
