@@ -6,9 +6,9 @@ Floors, lowest first; a file may include its own floor and the ones below it, ne
   1  gemm/ and ops/ (kernels; neither includes the other, and within gemm/ the tensor-core
      family gemm/tc/ and the decode family gemm/decode/ do not include each other's files:
      what both use lives at the gemm/ level, gemm/cuda/). The CUDA support every kernel file
-     needs, the launch / error check, the device facts and programmatic dependent launch
-     (gemm/cuda/cuda_check.h, gemm/cuda/device.h, gemm/cuda/pdl.cuh), counts as floor 0:
-     ops/cuda/ includes it too.
+     needs, the launch / error check, the device facts, programmatic dependent launch and the
+     mbarrier / bulk-copy primitives (gemm/cuda/cuda_check.h, gemm/cuda/device.h,
+     gemm/cuda/pdl.cuh, gemm/cuda/mbar.cuh), counts as floor 0: ops/cuda/ includes it too.
   2  models/
   3  runtime/
   examples/ and tests/ may include anything.
@@ -32,7 +32,8 @@ INCLUDE_DIRS = ["", "include", "runtime", "models/convert", "tests/common", "tes
 FLOORS = [("include/", 0, "include"), ("base/", 0, "base"), ("gemm/", 1, "gemm"), ("ops/", 1, "ops"),
           ("models/", 2, "models"), ("runtime/", 3, "runtime")]
 # CUDA support shared by every kernel family (floor 0 for this check; see the docstring).
-SHARED_CUDA = ("gemm/cuda/cuda_check.h", "gemm/cuda/device.h", "gemm/cuda/pdl.cuh")
+SHARED_CUDA = ("gemm/cuda/cuda_check.h", "gemm/cuda/device.h", "gemm/cuda/pdl.cuh",
+               "gemm/cuda/mbar.cuh")
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

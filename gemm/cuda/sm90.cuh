@@ -4,48 +4,18 @@
  * distributed shared memory stores, the K-major 128-byte-swizzle wgmma descriptor
  * (HOPPER_GEMM_NOTES section 2), the m64nNk16 BF16 wgmma of the operand-swapped rungs and the
  * accumulator fence. Compiled only for the sm_90a target (the portable PTX target has no wgmma,
- * TMA or clusters); included by .cu files only, everything static inline.
+ * TMA or clusters); included by .cu files only, everything static inline. The mbarriers come
+ * from mbar.cuh (sm_90 baseline).
  */
 #ifndef TINFER_GEMM_TC_SM90_CUH
 #define TINFER_GEMM_TC_SM90_CUH
+
+#include "gemm/cuda/mbar.cuh"
 
 #include <cuda.h>
 #include <stdint.h>
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-static __device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-static __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count));
-}
-static __device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
-                 "r"(bytes)
-                 : "memory");
-}
-static __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
-}
-static __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
-    uint32_t done = 0;
-    while (!done) {
-        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     " selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(smem_u32(bar)), "r"(parity)
-                     : "memory");
-    }
-}
-/* Whether the phase of the given parity has completed (mbarrier.test_wait: never suspends) */
-static __device__ __forceinline__ bool mbar_test(uint64_t *bar, uint32_t parity) {
-    uint32_t done;
-    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(smem_u32(bar)), "r"(parity)
-                 : "memory");
-    return done != 0;
-}
 static __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int32_t c0,
                                                    int32_t c1, uint64_t *bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
