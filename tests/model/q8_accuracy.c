@@ -1,12 +1,16 @@
 /*
- * q8_accuracy.c — how far a Q8_0 model's logits are from its BF16 original (a measuring tool, not
- * a test): both directories run the same text as one prefill with logits at every position.
+ * q8_accuracy.c — how far one model's logits are from another's (a measuring tool, not a test):
+ * a Q8_0 model from its BF16 original, or the CUDA backend from the CPU on the same directory.
+ * Both run the same text as one prefill with logits at every position.
  *
- * Usage: q8_accuracy BF16_DIR Q8_DIR TEXT_FILE [MAX_TOKENS=512]
+ * Usage: q8_accuracy A_DIR[@BACKEND] B_DIR[@BACKEND] TEXT_FILE [MAX_TOKENS=512]
+ *   BACKEND: cpu (the default) or cuda; e.g. q8_accuracy M@cpu M@cuda ARCHITECTURE.md
  * Prints, over the positions: the logits' max and mean absolute difference, the mean of each
- * position's max |difference| relative to that position's BF16 logit range, the share of
- * positions whose argmax (greedy next token) agrees, and how often the BF16 argmax is in the
- * Q8_0 top 5. Exit status 0, or 1 after a message on error.
+ * position's max |difference| relative to that position's A logit range, the share of positions
+ * whose argmax (greedy next token) agrees, how often A's argmax is in B's top 5, and where they
+ * disagree the largest of A's margins between its argmax and B's (a disagreement at a margin
+ * smaller than the logits' differences is a near tie, not an error). Exit status 0, or 1 after a
+ * message on error.
  */
 #include "tinfer.h"
 
@@ -39,10 +43,32 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-/* Logits of every position of tok[0..n) under the model in dir, into out [n, V] (malloc'd). */
-static int run(const char *dir, const tinfer_token *tok, int32_t n, float **out, int32_t *V) {
+/* "DIR[@cpu|@cuda]" -> dir (in buf) and backend; 0, or 1 after a message. */
+static int parse_spec(const char *spec, char *buf, size_t cap, tinfer_backend *be) {
+    const char *at = strrchr(spec, '@');
+    const size_t n = at ? (size_t)(at - spec) : strlen(spec);
+    if (n == 0 || n >= cap) {
+        fprintf(stderr, "error: bad model argument '%s'\n", spec);
+        return 1;
+    }
+    memcpy(buf, spec, n);
+    buf[n] = 0;
+    *be = TINFER_BACKEND_CPU;
+    if (at && !strcmp(at + 1, "cuda"))
+        *be = TINFER_BACKEND_CUDA;
+    else if (at && strcmp(at + 1, "cpu")) {
+        fprintf(stderr, "error: backend '%s': cpu or cuda\n", at + 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* Logits of every position of tok[0..n) under the model in dir on backend be, into out [n, V]
+ * (malloc'd). */
+static int run(const char *dir, tinfer_backend be, const tinfer_token *tok, int32_t n, float **out,
+               int32_t *V) {
     tinfer_model_params mp = tinfer_model_default_params();
-    mp.backend = TINFER_BACKEND_CPU;
+    mp.backend = be;
     tinfer_model *m = NULL;
     if (tinfer_model_load(dir, &mp, &m) != TINFER_OK) return fail(dir);
     *V = tinfer_model_n_vocab(m);
@@ -90,9 +116,15 @@ static int32_t argmax(const float *v, int32_t n) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: q8_accuracy BF16_DIR Q8_DIR TEXT_FILE [MAX_TOKENS=512]\n");
+        fprintf(stderr, "usage: q8_accuracy A_DIR[@cpu|@cuda] B_DIR[@cpu|@cuda] TEXT_FILE "
+                        "[MAX_TOKENS=512]\n");
         return 1;
     }
+    char dir_a[4096], dir_b[4096];
+    tinfer_backend be_a, be_b;
+    if (parse_spec(argv[1], dir_a, sizeof dir_a, &be_a) ||
+        parse_spec(argv[2], dir_b, sizeof dir_b, &be_b))
+        return 1;
     const int32_t max_tok = argc > 4 ? atoi(argv[4]) : 512;
     size_t len = 0;
     char *text = read_file(argv[3], &len);
@@ -100,11 +132,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "error: cannot read %s (or MAX_TOKENS < 2)\n", argv[3]);
         return 1;
     }
-    /* tokenize with the BF16 model's tokenizer (the two directories share it) */
+    /* tokenize with A's tokenizer (the two directories share it) */
     tinfer_model_params mp = tinfer_model_default_params();
     mp.backend = TINFER_BACKEND_CPU;
     tinfer_model *m = NULL;
-    if (tinfer_model_load(argv[1], &mp, &m) != TINFER_OK) return fail(argv[1]);
+    if (tinfer_model_load(dir_a, &mp, &m) != TINFER_OK) return fail(dir_a);
     int32_t n = 0;
     tinfer_tokenize(m, text, len, TINFER_TOKENIZE_ADD_SPECIAL, NULL, 0, &n); /* the count */
     tinfer_token *tok = malloc((size_t)(n > 0 ? n : 1) * sizeof *tok);
@@ -114,12 +146,12 @@ int main(int argc, char **argv) {
     if (n > max_tok) n = max_tok;
     float *a = NULL, *q = NULL;
     int32_t V = 0, V2 = 0;
-    if (run(argv[1], tok, n, &a, &V) || run(argv[2], tok, n, &q, &V2)) return 1;
+    if (run(dir_a, be_a, tok, n, &a, &V) || run(dir_b, be_b, tok, n, &q, &V2)) return 1;
     if (V != V2) {
         fprintf(stderr, "error: vocabularies differ (%d, %d)\n", V, V2);
         return 1;
     }
-    double max_abs = 0, sum_abs = 0, rel = 0;
+    double max_abs = 0, sum_abs = 0, rel = 0, worst_margin = 0;
     int32_t agree = 0, top5 = 0;
     for (int32_t i = 0; i < n; i++) {
         const float *x = a + (size_t)i * V, *y = q + (size_t)i * V;
@@ -135,17 +167,20 @@ int main(int argc, char **argv) {
         rel += hi > lo ? pmax / (hi - lo) : 0;
         const int32_t ta = argmax(x, V), tq = argmax(y, V);
         agree += ta == tq;
-        int32_t above = 0; /* Q8_0 logits above the BF16 argmax's */
+        if (ta != tq && x[ta] - x[tq] > worst_margin) worst_margin = x[ta] - x[tq];
+        int32_t above = 0; /* B's logits above A's argmax's */
         for (int32_t j = 0; j < V; j++)
             above += y[j] > y[ta];
         top5 += above < 5;
     }
     printf("%d positions of %s\n", n, argv[3]);
-    printf("logits |Q8_0 - BF16|: max %.4f, mean %.5f; per position max / BF16 logit range, mean "
-           "%.4f\n",
+    printf("logits |B - A|: max %.4f, mean %.5f; per position max / A's logit range, mean %.4f\n",
            max_abs, sum_abs / ((double)n * V), rel / n);
-    printf("argmax agrees at %d of %d positions (%.1f%%); BF16 argmax in Q8_0 top 5 at %.1f%%\n",
+    printf("argmax agrees at %d of %d positions (%.1f%%); A's argmax in B's top 5 at %.1f%%\n",
            agree, n, 100.0 * agree / n, 100.0 * top5 / n);
+    if (agree < n)
+        printf("where they disagree, A's margin between the two tokens is at most %.4f\n",
+               worst_margin);
     free(a);
     free(q);
     free(tok);

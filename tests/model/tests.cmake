@@ -42,10 +42,12 @@ add_executable(perf_model ${TINFER_MODEL_TEST_DIR}/perf_model.c)
 target_include_directories(perf_model PRIVATE ${TINFER_INCLUDE_DIRS} ${PROJECT_SOURCE_DIR}/runtime)
 target_link_libraries(perf_model PRIVATE tinfer)
 
-# q8_accuracy: Q8_0 logits against BF16 over a text (a measuring tool, not a ctest test).
+# q8_accuracy: one model's logits against another's over a text (Q8_0 against BF16, CUDA against
+# the CPU; a measuring tool, not a ctest test).
 add_executable(q8_accuracy ${TINFER_MODEL_TEST_DIR}/q8_accuracy.c)
 target_include_directories(q8_accuracy PRIVATE ${TINFER_INCLUDE_DIRS})
-target_link_libraries(q8_accuracy PRIVATE tinfer ${MATH_LIB})
+# the shared library: packed for the GPU check (the real model's CUDA-vs-CPU logits)
+target_link_libraries(q8_accuracy PRIVATE tinfer_shared ${MATH_LIB})
 
 # test_cuda_plan (label unit): the CUDA backend's memory plan, host arithmetic only.
 add_executable(test_cuda_plan ${TINFER_MODEL_TEST_DIR}/test_cuda_plan.c ${PROJECT_SOURCE_DIR}/models/cuda_plan.c)
