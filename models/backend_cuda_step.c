@@ -203,7 +203,7 @@ static bool cmds_standard(const cuda_ctx *c) {
 static bool fused_ok(const cuda_ctx *c) {
     return c->fused && c->n_tiles == 0 && c->n_dec == c->bp->n &&
            c->m->wbytes <= FUSED_MAX_WEIGHT_BYTES &&
-           tinfer_op_cuda_step_ok(&c->m->step, &c->kv, c->bp->n, c->max_dec_len) &&
+           tinfer_op_cuda_step_ok(&c->m->step, &c->kv, c->bp->n, c->max_dec_len, c->m->dev.n_sm) &&
            cmds_standard(c);
 }
 

@@ -159,7 +159,7 @@ tinfer_status tinfer_op_cuda_cast_f32_bf16(uint16_t *out, const float *in, int64
  * for out_rows. Same BF16 rounding points as the op-by-op path. ---- */
 #define TINFER_OP_CUDA_STEP_MAX_B 8
 #define TINFER_OP_CUDA_STEP_MAX_KEYS 1024
-#define TINFER_OP_CUDA_STEP_MAX_SMEM (160 * 1024)
+#define TINFER_OP_CUDA_STEP_MAX_SMEM (200 * 1024)
 
 /* One layer's device weights, BF16 (bqkv, bo: NULL when the model has none). */
 typedef struct tinfer_op_cuda_step_layer {
@@ -193,9 +193,11 @@ typedef struct tinfer_op_cuda_step_bufs {
     uint32_t *bar;  /* device, 1 word: the grid barrier's count (the launcher zeroes it) */
 } tinfer_op_cuda_step_bufs;
 
-/* Whether a step of n decode tokens with keys up to max_len can run fused on this model. */
+/* Whether a step of n decode tokens with keys up to max_len can run fused on this model with a
+ * grid of `grid` blocks (the launcher's: one per SM): its shared-memory plan (two ring stages of
+ * the largest weight slice a block gets, at least, beside the staged activations) fits. */
 bool tinfer_op_cuda_step_ok(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda_kv *kv,
-                            int32_t n, int32_t max_len);
+                            int32_t n, int32_t max_len, int32_t grid);
 /* The step: tok/pos/seq device int32 [n] (one token per sequence), out_rows device [n_out]
  * (indices into the n tokens whose logits are wanted); logits written for those rows.
  * trace: NULL, or device uint64 [(TINFER_OP_CUDA_STEP_BARRIERS(n_layer) + 1) * grid * 2] for a

@@ -144,7 +144,7 @@ int main(int argc, char **argv) {
     int bad = 0;
     for (int bi = 0; bi < n_b; bi++) {
         const int B = batches[bi];
-        if (!tinfer_op_cuda_step_ok(&m, &kv, B, ctx + 1)) {
+        if (!tinfer_op_cuda_step_ok(&m, &kv, B, ctx + 1, grid)) {
             printf("batch %d: not supported by the fused step\n", B);
             continue;
         }

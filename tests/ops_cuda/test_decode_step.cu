@@ -179,7 +179,9 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
                                        &e_));
             ref(dxb.p, embd, NULL, n, c.V, c.E, 3, dlg.p);
         } else {
-            if (!tinfer_op_cuda_step_ok(&m, &kv, n, max_len)) {
+            int n_sm = 0;
+            CK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, 0));
+            if (!tinfer_op_cuda_step_ok(&m, &kv, n, max_len, n_sm)) {
                 printf("  %s: tinfer_op_cuda_step_ok refuses the case\n", label);
                 bad = 1;
                 break;
@@ -241,17 +243,21 @@ void test_decode_step_host(void) {
                                          &layer, NULL, NULL, NULL, NULL};
     tinfer_op_cuda_kv kv = {NULL, NULL, 8, 1, 2048, 9, 3, 64};
     int bad = 0;
-    bad |= !tinfer_op_cuda_step_ok(&m, &kv, 1, 1024);   /* SmolLM2, 1 token, 1,024 keys */
-    bad |= !tinfer_op_cuda_step_ok(&m, &kv, 8, 1);      /* 8 tokens */
-    bad |= tinfer_op_cuda_step_ok(&m, &kv, 9, 1);       /* over 8 tokens */
-    bad |= tinfer_op_cuda_step_ok(&m, &kv, 0, 1);       /* none */
-    bad |= tinfer_op_cuda_step_ok(&m, &kv, 1, 1025);    /* over 1,024 keys */
+    const int32_t G = 132; /* an H100's or H200's grid */
+    bad |= !tinfer_op_cuda_step_ok(&m, &kv, 1, 1024, G); /* SmolLM2, 1 token, 1,024 keys */
+    bad |= !tinfer_op_cuda_step_ok(&m, &kv, 8, 1, G);    /* 8 tokens */
+    bad |= !tinfer_op_cuda_step_ok(&m, &kv, 1, 1, 66);   /* a smaller GPU: larger slices, 3 stages */
+    bad |= tinfer_op_cuda_step_ok(&m, &kv, 1, 1, 32);    /* 32 blocks: two stages do not fit */
+    bad |= tinfer_op_cuda_step_ok(&m, &kv, 1, 1, 0);     /* no grid */
+    bad |= tinfer_op_cuda_step_ok(&m, &kv, 9, 1, G);     /* over 8 tokens */
+    bad |= tinfer_op_cuda_step_ok(&m, &kv, 0, 1, G);     /* none */
+    bad |= tinfer_op_cuda_step_ok(&m, &kv, 1, 1025, G);  /* over 1,024 keys */
     tinfer_op_cuda_kv kv96 = kv;
     kv96.head_dim = 96;
-    bad |= tinfer_op_cuda_step_ok(&m, &kv96, 1, 1);     /* head_dim 96 */
+    bad |= tinfer_op_cuda_step_ok(&m, &kv96, 1, 1, G); /* head_dim 96 */
     tinfer_op_cuda_step_model big = m;
-    big.n_ff = 14336; /* Llama-3-8B's F: the staged rows do not fit the shared memory */
-    bad |= tinfer_op_cuda_step_ok(&big, &kv, 1, 1);
+    big.n_ff = 14336; /* Llama-3-8B's F: a block's gate/up slice does not fit the shared memory */
+    bad |= tinfer_op_cuda_step_ok(&big, &kv, 1, 1, G);
     tinfer_err err;
     err.msg[0] = 0;
     const int32_t one = 0;
