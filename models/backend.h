@@ -125,8 +125,9 @@ typedef struct tinfer_backend_ops {
     tinfer_status (*ctx_init)(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
                               int32_t n_threads /* CPU threads, <= 0: the model's */,
                               bool graphs /* a GPU may replay decode steps as graphs */,
-                              bool fused_decode /* a GPU may run a small model's decode step
-                                                 * as one kernel */,
+                              int32_t fused_decode /* a GPU may run a small model's decode
+                                                    * step as one kernel: 1 whenever it can,
+                                                    * < 0 where it measured faster, 0 never */,
                               void **ctx_state, tinfer_err *err);
     void (*ctx_free)(void *ctx_state);
 

@@ -96,7 +96,7 @@ static void cpu_ctx_free(void *cs) {
 }
 
 static tinfer_status cpu_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
-                                  int32_t n_threads, bool graphs, bool fused_decode,
+                                  int32_t n_threads, bool graphs, int32_t fused_decode,
                                   void **ctx_state, tinfer_err *err) {
     (void)graphs; /* nothing to replay or fuse: the CPU runs each op as it is called */
     (void)fused_decode;

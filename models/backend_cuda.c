@@ -272,6 +272,7 @@ static void cuda_ctx_free(void *cs) {
     if (c->logits_own) cudaFree(c->logits);
     cudaFree(c->mem);
     cudaFree(c->bar);
+    cudaFree(c->ll);
     cudaFreeHost(c->h_logits);
     cudaFreeHost(c->h_meta);
     cudaFreeHost(c->h_ids);
@@ -280,7 +281,7 @@ static void cuda_ctx_free(void *cs) {
 }
 
 static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
-                                   int32_t n_threads, bool graphs, bool fused_decode,
+                                   int32_t n_threads, bool graphs, int32_t fused_decode,
                                    void **ctx_state, tinfer_err *err) {
     (void)n_threads;
     const cuda_model *m = model_state;
@@ -347,6 +348,17 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
                                 cfg->n_head,
                                 cfg->n_head_kv,
                                 cfg->head_dim};
+    if (c->fused != 0) { /* the fused step's flagged words, for its most tokens */
+        const size_t ll = tinfer_op_cuda_step_ll_words(&m->step, &c->kv, TINFER_OP_CUDA_STEP_MAX_B) *
+                          sizeof(uint64_t);
+        if (cudaMalloc((void **)&c->ll, ll) != cudaSuccess ||
+            cudaMemset(c->ll, 0, ll) != cudaSuccess) {
+            cudaGetLastError();
+            rc = tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
+                                "cuda backend: %zu device bytes for the fused decode step", ll);
+            goto fail;
+        }
+    }
     *ctx_state = c;
     return TINFER_OK;
 fail:

@@ -201,7 +201,8 @@ static bool cmds_standard(const cuda_ctx *c) {
 
 /* A decode step of a small model in one kernel (ops/cuda/decode_step.cu), when it can. */
 static bool fused_ok(const cuda_ctx *c) {
-    return c->fused && c->n_tiles == 0 && c->n_dec == c->bp->n &&
+    const bool want = c->fused > 0 || (c->fused < 0 && c->bp->n <= FUSED_AUTO_MAX_TOKENS);
+    return want && c->n_tiles == 0 && c->n_dec == c->bp->n &&
            c->m->wbytes <= FUSED_MAX_WEIGHT_BYTES &&
            tinfer_op_cuda_step_ok(&c->m->step, &c->kv, c->bp->n, c->max_dec_len, c->m->dev.n_sm) &&
            cmds_standard(c);
@@ -209,9 +210,7 @@ static bool fused_ok(const cuda_ctx *c) {
 
 static tinfer_status run_fused_step(cuda_ctx *c) {
     const tinfer_cuda_ctx_plan *p = &c->plan;
-    const tinfer_op_cuda_step_bufs b = {buf(c, TINFER_BUF_X),   buf(c, TINFER_BUF_QKV),
-                                        buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_ACT),
-                                        c->logits,              c->bar};
+    const tinfer_op_cuda_step_bufs b = {c->logits, c->bar, c->ll, TINFER_OP_CUDA_STEP_MAX_B};
     tinfer_status rc = tinfer_op_cuda_decode_step(
         &c->m->step, &c->kv, &b, meta_dev(c, p->m_tok), meta_dev(c, p->m_pos),
         meta_dev(c, p->m_seq), meta_dev(c, p->m_out), c->bp->n, c->bp->n_out, c->max_dec_len,

@@ -494,7 +494,7 @@ static void tp_ctx_free(void *cs) {
  * V on the CPU), its activations its own widths; the gathered logits [min(n_seq, n_batch), V]
  * here. */
 static tinfer_status tp_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
-                                 int32_t n_threads, bool graphs, bool fused_decode,
+                                 int32_t n_threads, bool graphs, int32_t fused_decode,
                                  void **ctx_state, tinfer_err *err) {
     const tp_model *m = model_state;
     tp_ctx *c = calloc(1, sizeof *c);

@@ -56,7 +56,7 @@ tinfer_context_params tinfer_context_default_params(void) {
     p.n_batch = 0;
     p.n_threads = 0;
     p.cuda_graphs = 1;
-    p.cuda_fused_decode = 0; /* measured slower than the graphs of op-by-op steps (tinfer.h) */
+    p.cuda_fused_decode = -1; /* where it measured faster (tinfer.h) */
     return p;
 }
 
@@ -114,7 +114,7 @@ tinfer_status tinfer_context_init(tinfer_model *model, const tinfer_context_para
     tinfer_err sub;
     sub.msg[0] = '\0';
     if ((rc = c->ops->ctx_init(tinfer_model_backend_state(model), p.n_seq_max, n_ctx, n_batch,
-                               p.n_threads, p.cuda_graphs != 0, p.cuda_fused_decode != 0,
+                               p.n_threads, p.cuda_graphs != 0, p.cuda_fused_decode,
                                &c->bc, &sub)) != TINFER_OK ||
         (rc = tinfer_llama_scratch_init(cfg, n_batch, p.n_seq_max, &c->s, &sub)) != TINFER_OK) {
         tinfer_err_copy(NULL, &sub, rc);

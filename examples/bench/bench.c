@@ -268,8 +268,9 @@ static void usage(void) {
         "  --random-weights       random BF16 weights of config.json's shapes (speed only)\n"
         "  --seed N               seed of the random weights (default 1)\n"
         "  --graphs 0|1           CUDA: replay decode steps as CUDA graphs (default 1)\n"
-        "  --fused 0|1            CUDA: run a small model's decode steps (<= 8 sequences) as\n"
-        "                         one fused kernel (default 0: op by op, faster today)\n"
+        "  --fused auto|0|1       CUDA: run a small model's decode steps (<= 8 sequences) as\n"
+        "                         one fused kernel: where it measured faster (auto, the\n"
+        "                         default: one sequence), never (0) or whenever it can (1)\n"
         "  --tp N,...             tensor parallelism over N shards (default 1: off); each value\n"
         "                         loads the model again and runs every test as its own rows.\n"
         "                         On the CPU the shards run one after another (a check of the\n"
@@ -393,7 +394,7 @@ int main(int argc, char **argv) {
     unsigned long long seed = 1;
     out_fmt fmt = OUT_MD;
     bool random_w = false, peak = true;
-    int graphs = 1, fused = 0;
+    int graphs = 1, fused = -1;
     tinfer_backend backend = TINFER_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -456,8 +457,9 @@ int main(int argc, char **argv) {
             if (strcmp(v, "0") && strcmp(v, "1")) return fail("--graphs: '%s' is not 0 or 1", v);
             graphs = v[0] == '1';
         } else if (!strcmp(a, "--fused")) {
-            if (strcmp(v, "0") && strcmp(v, "1")) return fail("--fused: '%s' is not 0 or 1", v);
-            fused = v[0] == '1';
+            if (strcmp(v, "0") && strcmp(v, "1") && strcmp(v, "auto"))
+                return fail("--fused: '%s' is not auto, 0 or 1", v);
+            fused = !strcmp(v, "auto") ? -1 : v[0] == '1';
         } else if (!strcmp(a, "--backend")) {
             if (tinfer_example_backend(v, &backend) != 0)
                 return fail("--backend: '%s' is not cpu, cuda or auto", v);

@@ -4,36 +4,52 @@
  * SwiGLU, down + residual), the final RMSNorm and the LM head. The step-by-step path
  * (models/backend_cuda.c) runs the same ops as ~5 kernels a layer, and on a model as small as
  * SmolLM2-135M each kernel costs 5-7 µs of latency chain (launch, first loads from DRAM,
- * reductions, tail) for under 1 µs of weight bytes; here the phases are separated by grid-wide
- * barriers inside one launch instead, and no phase waits for DRAM: the weights arrive ahead of
- * time through shared memory.
+ * reductions, tail) for under 1 µs of weight bytes. Here no phase waits for DRAM (the weights
+ * arrive ahead of time through shared memory) and no phase waits for a grid barrier (each waits
+ * for exactly the values it reads, which carry the phase that wrote them).
  *
- * Grid: one block of DS_THREADS per SM, launched cooperatively (every block resident, which the
- * barrier needs). Block b of G owns output rows [N b / G, N (b + 1) / G) of every matrix.
+ * Grid: one block of DS_THREADS per SM, launched cooperatively (every block resident: blocks
+ * wait for each other's values). Block b of G owns output rows [N b / G, N (b + 1) / G) of every
+ * matrix.
  *   weight ring   the block's slices of the weight matrices, in the order the step uses them
- *                 (layer 0's QKV, O, gate/up, down, layer 1's ..., then the LM head in tiles),
- *                 are "tiles" streamed by the copy engine (cp.async.bulk, contiguous rows) into
- *                 a ring of S stages of shared memory, each with an mbarrier that counts its
- *                 bytes; tile t + S is issued as soon as tile t has been used, so the DRAM
- *                 stream runs about a layer ahead of the compute and overlaps the barriers.
+ *                 (layer 0's attn_norm + QKV rows, O rows, ffn_norm + gate/up rows, down rows,
+ *                 layer 1's ..., then out_norm), are "tiles" streamed by the copy engine
+ *                 (cp.async.bulk, contiguous pieces) into a ring of S stages of shared memory,
+ *                 each with an mbarrier that counts its bytes; tile t + S is issued as soon as
+ *                 tile t has been used, so the DRAM stream runs a layer or more ahead of the
+ *                 compute. The layer table is copied to shared memory first, so issuing a tile
+ *                 reads nothing from global memory. The LM head, read once and the largest
+ *                 matrix, is not staged: each warp reads 4 rows at a time with every 16-byte
+ *                 load in flight together.
+ *   flagged words every value one phase hands to another (the residual stream x, qkv, the
+ *                 attention output, the SwiGLU output) is a 64-bit word: the value's 32 bits and
+ *                 the 32-bit epoch of the phase that wrote it, stored and loaded whole (single-
+ *                 copy atomic), as in NCCL's LL protocol. A reader polls its words until they
+ *                 carry the epoch it expects: no barrier, no fence, and a phase starts as soon
+ *                 as its own inputs exist (attention waits only for its head's q, k and v).
+ *                 Epochs: bar[1] holds the step's first; phase k of the step writes epoch + k;
+ *                 the block that finishes last advances it for the next launch. Every buffer is
+ *                 written once a step and read in the next phase only, so it can be rewritten
+ *                 five phases later, when every reader has long moved on; the residual stream
+ *                 alternates between two buffers (phase D reads x_b, phase A x_a). Block b is
+ *                 the only writer of its rows of x (the embedding, O and down all split x the
+ *                 same way), so it keeps them in shared memory and never reads them back.
  *   GEMV phases   the block's rows from shared memory, one row per warp at a time, 8 BF16 per
  *                 lane per 16-byte read, dotted with each of the step's B token vectors, which
  *                 every block first stages in shared memory as BF16 (the normed x, the attention
  *                 output or the SwiGLU output: the same BF16 inputs the GEMV path feeds its
  *                 kernels); F32 sums, shuffle-reduced; the epilogue of gemm/cuda/bf16_epi.cuh
- *                 (bias, SwiGLU with __expf, residual add into the F32 x, BF16 rounding where
- *                 the step path rounds).
+ *                 (bias, SwiGLU with __expf, residual add in F32, BF16 rounding where the step
+ *                 path rounds).
  *   attention     one (token, query head) item per block: q rotated (rope_cuda.cuh's arithmetic,
  *                 so the cache rows are the bits rope_kv writes), the token's own k / v row
  *                 rotated in shared memory and written to the cache by the item of the group's
- *                 first head; the cached keys and values go out as one round of loads (8 key
+ *                 first head; the cached keys and values go out as one round of loads (4 key
  *                 slots per lane group, D/8 lanes per key, 16 bytes each) before the step's own
  *                 row is even read, and were asked of L2 during the QKV phase; an online softmax
  *                 per lane group in the log2 domain, merged across lane groups by shuffles and
  *                 across warps in shared memory; F32 throughout, BF16 output. Keys are at most
  *                 TINFER_OP_CUDA_STEP_MAX_KEYS; longer contexts take the step path.
- * Data written in the kernel and read by other blocks (x, qkv, att, act) is read with ld.cg
- * (L2, never a stale L1 line); the cache rows before p were written by earlier launches.
  * Reference: the step path, op for op (tests/ops_cuda compares both on a random model, and
  * tests/model the whole backend with the CPU).
  */
@@ -55,18 +71,31 @@ using namespace tops;
 #define DS_MAX_B TINFER_OP_CUDA_STEP_MAX_B
 #define DS_MAX_KEYS TINFER_OP_CUDA_STEP_MAX_KEYS
 #define DS_MAX_STAGES 6 /* weight ring stages at most */
-#define DS_ROUND 8      /* key slots a lane group loads at once in attention */
+#define DS_ROUND 4      /* key slots a lane group loads at once in attention */
+#define DS_BATCH 8      /* flagged words a thread loads at once */
+/* Polls of one flagged word before the kernel traps: ~1 s, far beyond any real wait (a phase
+ * takes microseconds); a bug then ends the launch with an error instead of hanging the GPU. */
+#define DS_SPIN_LIMIT (1u << 21)
+
+/* The flagged-word buffers of a step of up to n tokens, in tinfer_op_cuda_step_bufs.ll. */
+struct ds_ll {
+    uint64_t *xa, *xb; /* [n][E] F32: the residual stream (embed, E -> x_a; C -> x_b) */
+    uint64_t *qkv;     /* [n][QKV] BF16 */
+    uint64_t *att;     /* [n][Q] BF16 */
+    uint64_t *act;     /* [n][F] BF16 */
+};
 
 struct ds_args {
     tinfer_op_cuda_step_model m;
     tinfer_op_cuda_kv kv;
     tinfer_op_cuda_step_bufs b;
+    ds_ll ll;
     const int32_t *tok, *pos, *seq, *out_rows;
     int32_t n, n_out;
-    uint64_t *trace;      /* NULL, or the per-barrier timestamps (tinfer_op_cuda_decode_step) */
+    uint64_t *trace;      /* NULL, or the per-phase timestamps (tinfer_op_cuda_decode_step) */
     uint32_t stage_bytes; /* one ring stage: the largest tile a block gets (ds_plan) */
     int32_t n_stages;     /* S */
-    int32_t lm_rows;      /* LM-head rows a tile */
+    int32_t xr_floats;    /* the staged residual rows' shared memory (ds_plan) */
 };
 
 /* ---- device helpers ---- */
@@ -77,15 +106,39 @@ static __device__ __forceinline__ uint64_t global_ns(void) {
     return t;
 }
 
-static __device__ __forceinline__ float ldcg_f32(const float *p) { return __ldcg(p); }
-static __device__ __forceinline__ uint16_t ldcg_bf16(const uint16_t *p) {
-    return __ldcg((const unsigned short *)p);
-}
-static __device__ __forceinline__ uint4 ldcg16(const void *p) { return __ldcg((const uint4 *)p); }
-
 /* First of block b's rows when N rows are shared by G blocks. */
 static __device__ __forceinline__ int32_t part(int32_t N, int32_t b, int32_t G) {
     return (int32_t)((int64_t)N * b / G);
+}
+
+/* ---- flagged words ---- */
+
+static __device__ __forceinline__ void ll_put(uint64_t *p, uint32_t v, uint32_t ep) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(((uint64_t)ep << 32) | v)
+                 : "memory");
+}
+static __device__ __forceinline__ uint64_t ll_load(const uint64_t *p) {
+    uint64_t w;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
+    return w;
+}
+/* The value of a word already loaded as w, polled again until it carries epoch ep. */
+static __device__ __forceinline__ uint32_t ll_settle(const uint64_t *p, uint64_t w, uint32_t ep) {
+    for (uint32_t spins = 0; (uint32_t)(w >> 32) != ep; spins++) {
+        if (spins > DS_SPIN_LIMIT) __trap();
+        w = ll_load(p);
+    }
+    return (uint32_t)w;
+}
+
+/* Phase-progress trace (probe-decode-step): the block's time (thread 0, after a block barrier
+ * where one closes the step) at point `which` of phase k: DS_T_WEIGHTS its weight tile had
+ * landed, DS_T_INPUTS its inputs were staged, DS_T_COMPUTED every warp had written its outputs,
+ * DS_T_DONE the phase's bookkeeping (the next tile's issue) was over. */
+enum { DS_T_WEIGHTS, DS_T_INPUTS, DS_T_COMPUTED, DS_T_DONE, DS_T_POINTS };
+static __device__ __forceinline__ void trace_at(const ds_args &a, int32_t k, int which) {
+    if (a.trace && threadIdx.x == 0)
+        a.trace[((int64_t)k * gridDim.x + blockIdx.x) * DS_T_POINTS + which] = global_ns();
 }
 
 /* ---- the weight ring ---- */
@@ -93,61 +146,64 @@ static __device__ __forceinline__ int32_t part(int32_t N, int32_t b, int32_t G) 
 struct ds_ring {
     unsigned char *st; /* S stages of `bytes` each */
     uint64_t *full;    /* [S]: a stage's bytes have landed */
+    const tinfer_op_cuda_step_layer *layers; /* the layer table, copied to shared memory */
     int32_t S, n_tiles;
     uint32_t bytes;
+    int32_t q0, q1, e0, e1, f0, f1; /* the block's rows of QKV, of E (O, down) and of F */
 };
 
-/* This block's slice of weight tile t: for t < 4 L, layer t / 4's QKV, O, gate/up or down rows
- * (the block's share of the output rows, whole rows of K); then the block's share of the
- * vocabulary, lm_rows LM-head rows a tile. At most two contiguous pieces (gate and up rows). */
+/* This block's share of weight tile t: for t < 4 L, layer t / 4's
+ *   t % 4 = 0  attn_norm [E], then the block's QKV rows (of E)
+ *           1  its O rows (of Q)
+ *           2  ffn_norm [E], then its gate rows and the same up rows (of E)
+ *           3  its down rows (of F);
+ * t = 4 L: out_norm [E] (the LM head's rows are read directly). Contiguous pieces, copied one
+ * after another; every size is a multiple of 16 bytes (E, Q, F are multiples of 8). */
 struct ds_tile {
-    const uint16_t *src[2];
-    uint32_t bytes[2];
+    const uint16_t *src[3];
+    uint32_t bytes[3];
 };
-static __device__ ds_tile tile_of(const ds_args &a, int32_t t) {
-    const int32_t G = gridDim.x, b = blockIdx.x, E = a.m.n_embd, F = a.m.n_ff;
-    const int32_t Q = a.kv.n_head * a.kv.head_dim, QKV = Q + 2 * a.kv.n_head_kv * a.kv.head_dim;
-    ds_tile w = {{NULL, NULL}, {0, 0}};
-    if (t < 4 * a.m.n_layer) {
-        const tinfer_op_cuda_step_layer &L = a.m.layers[t / 4];
-        int32_t n0, n1;
-        switch (t % 4) {
-        case 0: /* QKV rows of E */
-            n0 = part(QKV, b, G), n1 = part(QKV, b + 1, G);
-            w.src[0] = L.wqkv + (int64_t)n0 * E, w.bytes[0] = (uint32_t)(n1 - n0) * E * 2;
-            break;
-        case 1: /* O rows of Q */
-            n0 = part(E, b, G), n1 = part(E, b + 1, G);
-            w.src[0] = L.wo + (int64_t)n0 * Q, w.bytes[0] = (uint32_t)(n1 - n0) * Q * 2;
-            break;
-        case 2: /* gate rows f0..f1, then the same up rows */
-            n0 = part(F, b, G), n1 = part(F, b + 1, G);
-            w.src[0] = L.wgu + (int64_t)n0 * E, w.bytes[0] = (uint32_t)(n1 - n0) * E * 2;
-            w.src[1] = L.wgu + (int64_t)(F + n0) * E, w.bytes[1] = w.bytes[0];
-            break;
-        default: /* down rows of F */
-            n0 = part(E, b, G), n1 = part(E, b + 1, G);
-            w.src[0] = L.wdown + (int64_t)n0 * F, w.bytes[0] = (uint32_t)(n1 - n0) * F * 2;
-        }
-    } else {
-        const int32_t v1 = part(a.m.n_vocab, b + 1, G);
-        const int32_t r0 = part(a.m.n_vocab, b, G) + (t - 4 * a.m.n_layer) * a.lm_rows;
-        w.src[0] = a.m.lm_head + (int64_t)r0 * E;
-        w.bytes[0] = (uint32_t)min(a.lm_rows, v1 - r0) * E * 2;
+static __device__ ds_tile tile_of(const ds_args &a, const ds_ring &R, int32_t t) {
+    const int32_t E = a.m.n_embd, F = a.m.n_ff, Q = a.kv.n_head * a.kv.head_dim;
+    ds_tile w = {{NULL, NULL, NULL}, {0, 0, 0}};
+    if (t >= 4 * a.m.n_layer) {
+        w.src[0] = a.m.out_norm, w.bytes[0] = (uint32_t)E * 2;
+        return w;
+    }
+    const tinfer_op_cuda_step_layer &L = R.layers[t / 4];
+    switch (t % 4) {
+    case 0:
+        w.src[0] = L.attn_norm, w.bytes[0] = (uint32_t)E * 2;
+        w.src[1] = L.wqkv + (int64_t)R.q0 * E, w.bytes[1] = (uint32_t)(R.q1 - R.q0) * E * 2;
+        break;
+    case 1:
+        w.src[0] = L.wo + (int64_t)R.e0 * Q, w.bytes[0] = (uint32_t)(R.e1 - R.e0) * Q * 2;
+        break;
+    case 2:
+        w.src[0] = L.ffn_norm, w.bytes[0] = (uint32_t)E * 2;
+        w.src[1] = L.wgu + (int64_t)R.f0 * E, w.bytes[1] = (uint32_t)(R.f1 - R.f0) * E * 2;
+        w.src[2] = L.wgu + (int64_t)(F + R.f0) * E, w.bytes[2] = w.bytes[1];
+        break;
+    default:
+        w.src[0] = L.wdown + (int64_t)R.e0 * F, w.bytes[0] = (uint32_t)(R.e1 - R.e0) * F * 2;
     }
     return w;
 }
 
 /* Thread 0: tile t (if there is one) into stage t mod S. The stage's previous tile, t - S, has
  * been used by every thread of the block (the caller's block barrier says so). */
-static __device__ void ring_issue(const ds_args &a, const ds_ring &R, int32_t t) {
+static __device__ __noinline__ void ring_issue(const ds_args &a, const ds_ring &R, int32_t t) {
     if (t >= R.n_tiles) return;
-    const ds_tile w = tile_of(a, t);
+    const ds_tile w = tile_of(a, R, t);
     uint64_t *bar = R.full + t % R.S;
     unsigned char *dst = R.st + (size_t)(t % R.S) * R.bytes;
-    mbar_expect_tx(bar, w.bytes[0] + w.bytes[1]); /* 0 bytes: the phase completes at once */
-    if (w.bytes[0]) bulk_g2s(dst, w.src[0], w.bytes[0], bar);
-    if (w.bytes[1]) bulk_g2s(dst + w.bytes[0], w.src[1], w.bytes[1], bar);
+    mbar_expect_tx(bar, w.bytes[0] + w.bytes[1] + w.bytes[2]); /* 0: completes at once */
+#pragma unroll
+    for (int i = 0; i < 3; i++)
+        if (w.bytes[i]) {
+            bulk_g2s(dst, w.src[i], w.bytes[i], bar);
+            dst += w.bytes[i];
+        }
 }
 
 /* Every thread: wait for tile t; its rows in shared memory. */
@@ -156,38 +212,9 @@ static __device__ __forceinline__ const uint16_t *ring_wait(const ds_ring &R, in
     return (const uint16_t *)(R.st + (size_t)(t % R.S) * R.bytes);
 }
 
-/* Grid-wide barrier over all blocks (co-resident: cooperative launch). bar[0] counts arrivals
- * over the whole launch (the launcher zeroes it first); barrier k of the launch (k = 1, 2, ...)
- * waits until it reaches k * gridDim.x. Thread 0 of each block arrives with a release add and
- * spins with acquire loads; the block barriers around it order the other threads' writes before
- * the release and their reads after the acquire (the pattern of CUTLASS's GenericBarrier: no
- * separate fences, no returned atomic, no second word to flip). Between arriving and spinning,
- * thread 0 issues weight tile `refill` (-1: none) into the stage the phase has just finished
- * with, so the copy's issue costs the barrier nothing.
- * trace (when not NULL): the block's arrival and departure times (ns) at barrier k, at
- * trace[((k - 1) * gridDim.x + block) * 2 + {0, 1}]. */
-static __device__ __forceinline__ void grid_sync(const ds_args &a, const ds_ring &R,
-                                                 int32_t refill, uint32_t &k) {
-    __syncthreads();
-    k++;
-    if (threadIdx.x == 0) {
-        const uint32_t target = k * gridDim.x;
-        uint64_t *tr = a.trace ? a.trace + ((int64_t)(k - 1) * gridDim.x + blockIdx.x) * 2 : NULL;
-        if (tr) tr[0] = global_ns();
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(a.b.bar) : "memory");
-        if (refill >= 0) ring_issue(a, R, refill);
-        uint32_t v;
-        do {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a.b.bar) : "memory");
-        } while ((int32_t)(v - target) < 0);
-        if (tr) tr[1] = global_ns();
-    }
-    __syncthreads();
-}
-
 /* Ask L2 for the cache rows 0..p-1 of the KV head of each attention item this block will take
  * in layer l (the next phase): they were written by earlier steps and may have left L2 since. */
-static __device__ void prefetch_kv(const ds_args &a, int32_t l) {
+static __device__ __forceinline__ void prefetch_kv(const ds_args &a, int32_t l) {
     const tinfer_op_cuda_kv &kv = a.kv;
     const int32_t H = kv.n_head, G = H / kv.n_head_kv, D = kv.head_dim;
     const int64_t kvd = (int64_t)kv.n_head_kv * D;
@@ -222,143 +249,159 @@ static __device__ __forceinline__ float dot8(const float w[8], const uint4 x) {
     return s;
 }
 
+/* ---- staging: the step's inputs of a phase, from flagged words into shared memory ---- */
+
 /* xs[j][e] = BF16(rmsnorm(x[src_j]) * w) for j < rows, src_j = map ? map[j] : j: the rmsnorm
- * kernel's arithmetic (ops/cuda/elementwise.cu), every block for itself. One pass over x when a
- * row fits in NORM_PER_THREAD values a thread (E <= 1,024): the values stay in registers between
- * the sum of squares and the scaling, and one block barrier serves every row; else two passes. */
+ * kernel's arithmetic (ops/cuda/elementwise.cu), every block for itself, x as F32 flagged words
+ * of epoch ep. E <= NORM_PER_THREAD * DS_THREADS (ds_plan_for checks): every word a thread needs
+ * is loaded at once, kept in registers between the sum of squares and the scaling. */
 #define NORM_PER_THREAD 4
-static __device__ void stage_norm(uint16_t *xs, int32_t ldxs, const float *x, const uint16_t *w,
-                                  const int32_t *map, int32_t rows, int32_t E, float eps,
-                                  float *red) {
+template <int NB>
+static __device__ __noinline__ void stage_norm(uint16_t *xs, int32_t ldxs, const uint64_t *x, uint32_t ep,
+                                  const uint16_t *w, const int32_t *map, int32_t rows, int32_t E,
+                                  float eps, float *red) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    if (E <= NORM_PER_THREAD * DS_THREADS) {
-        float xv[DS_MAX_B][NORM_PER_THREAD], wv[NORM_PER_THREAD];
+    float xv[NB][NORM_PER_THREAD], gv[NORM_PER_THREAD];
 #pragma unroll
-        for (int t = 0; t < NORM_PER_THREAD; t++) {
-            const int32_t e = tid + t * DS_THREADS;
-            wv[t] = e < E ? bf16_to_f32(w[e]) : 0.0f;
+    for (int t = 0; t < NORM_PER_THREAD; t++) {
+        const int32_t e = tid + t * DS_THREADS;
+        gv[t] = e < E ? bf16_to_f32(w[e]) : 0.0f;
+    }
+    /* up to four tokens' words in flight at a time (registers: 4 x NORM_PER_THREAD words) */
+    constexpr int J4 = NB < 4 ? NB : 4;
+#pragma unroll
+    for (int j0 = 0; j0 < NB; j0 += J4) {
+        if (j0 >= rows) break;
+        uint64_t wv[J4][NORM_PER_THREAD];
+#pragma unroll
+        for (int jj = 0; jj < J4; jj++) {
+            if (j0 + jj >= rows) break;
+            const uint64_t *xr = x + (int64_t)(map ? map[j0 + jj] : j0 + jj) * E;
+#pragma unroll
+            for (int t = 0; t < NORM_PER_THREAD; t++) {
+                const int32_t e = tid + t * DS_THREADS;
+                if (e < E) wv[jj][t] = ll_load(xr + e);
+            }
         }
 #pragma unroll
-        for (int j = 0; j < DS_MAX_B; j++) {
+        for (int jj = 0; jj < J4; jj++) {
+            const int j = j0 + jj;
             if (j >= rows) break;
-            const float *xr = x + (int64_t)(map ? map[j] : j) * E;
+            const uint64_t *xr = x + (int64_t)(map ? map[j] : j) * E;
             float ss = 0.0f;
 #pragma unroll
             for (int t = 0; t < NORM_PER_THREAD; t++) {
                 const int32_t e = tid + t * DS_THREADS;
-                xv[j][t] = e < E ? ldcg_f32(xr + e) : 0.0f;
+                xv[j][t] = e < E ? __uint_as_float(ll_settle(xr + e, wv[jj][t], ep)) : 0.0f;
                 ss += xv[j][t] * xv[j][t];
             }
             ss = warp_sum(ss);
             if (lane == 0) red[warp * DS_MAX_B + j] = ss;
         }
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < DS_MAX_B; j++) {
-            if (j >= rows) break;
-            float t = 0.0f;
-            for (int wi = 0; wi < DS_WARPS; wi++)
-                t += red[wi * DS_MAX_B + j];
-            const float rs = 1.0f / sqrtf(t / (float)E + eps);
-#pragma unroll
-            for (int u = 0; u < NORM_PER_THREAD; u++) {
-                const int32_t e = tid + u * DS_THREADS;
-                if (e < E)
-                    xs[(int64_t)j * ldxs + e] =
-                        (uint16_t)f32_to_bf16(__fmul_rn(xv[j][u], rs) * wv[u]);
-            }
-        }
-        __syncthreads(); /* xs complete; red free again */
-        return;
-    }
-    for (int32_t j = 0; j < rows; j++) {
-        const float *xr = x + (int64_t)(map ? map[j] : j) * E;
-        float ss = 0.0f;
-        for (int32_t e = tid; e < E; e += DS_THREADS) {
-            const float v = ldcg_f32(xr + e);
-            ss += v * v;
-        }
-        ss = warp_sum(ss);
-        if (lane == 0) red[warp * DS_MAX_B + j] = ss;
     }
     __syncthreads();
-    if (tid < rows) {
+#pragma unroll
+    for (int j = 0; j < NB; j++) {
+        if (j >= rows) break;
         float t = 0.0f;
         for (int wi = 0; wi < DS_WARPS; wi++)
-            t += red[wi * DS_MAX_B + tid];
-        red[DS_WARPS * DS_MAX_B + tid] = 1.0f / sqrtf(t / (float)E + eps);
+            t += red[wi * DS_MAX_B + j];
+        const float rs = 1.0f / sqrtf(t / (float)E + eps);
+#pragma unroll
+        for (int u = 0; u < NORM_PER_THREAD; u++) {
+            const int32_t e = tid + u * DS_THREADS;
+            if (e < E)
+                xs[(int64_t)j * ldxs + e] = (uint16_t)f32_to_bf16(__fmul_rn(xv[j][u], rs) * gv[u]);
+        }
     }
-    __syncthreads();
-    for (int32_t j = 0; j < rows; j++) {
-        const float *xr = x + (int64_t)(map ? map[j] : j) * E;
-        const float rs = red[DS_WARPS * DS_MAX_B + j];
-        for (int32_t e = tid; e < E; e += DS_THREADS)
-            xs[(int64_t)j * ldxs + e] =
-                (uint16_t)f32_to_bf16(__fmul_rn(ldcg_f32(xr + e), rs) * bf16_to_f32(w[e]));
+    __syncthreads(); /* xs complete; red free again */
+}
+
+/* xs[j][0:K] = src[j][0:K] (BF16 flagged words of epoch ep) for j < rows, DS_BATCH words a
+ * thread in flight; K >= DS_THREADS (tinfer_op_cuda_step_ok), so a step of DS_THREADS elements
+ * crosses at most one row end. */
+static __device__ __noinline__ void stage_copy(uint16_t *xs, int32_t ldxs, const uint64_t *src,
+                                              uint32_t ep, int32_t K, int32_t rows) {
+    const int tid = threadIdx.x;
+    const int32_t total = rows * K;
+    int32_t j = 0, k = tid; /* element i0 = j * K + k of this thread's batch */
+    for (int32_t i0 = tid; i0 < total; i0 += DS_BATCH * DS_THREADS) {
+        uint64_t w[DS_BATCH];
+        int32_t jj = j, kk = k;
+#pragma unroll
+        for (int u = 0; u < DS_BATCH; u++) { /* element i0 + u * DS_THREADS */
+            if (i0 + u * DS_THREADS < total) w[u] = ll_load(src + (int64_t)jj * K + kk);
+            if ((kk += DS_THREADS) >= K) kk -= K, jj++;
+        }
+#pragma unroll
+        for (int u = 0; u < DS_BATCH; u++) {
+            if (i0 + u * DS_THREADS < total)
+                xs[(int64_t)j * ldxs + k] = (uint16_t)ll_settle(src + (int64_t)j * K + k, w[u], ep);
+            if ((k += DS_THREADS) >= K) k -= K, j++;
+        }
     }
     __syncthreads();
 }
 
-/* xs[j][0:K] = src[j][0:K] (BF16 written by other blocks) for j < rows. */
-static __device__ void stage_copy(uint16_t *xs, int32_t ldxs, const uint16_t *src, int32_t K,
-                                  int32_t rows) {
-    const int32_t k8 = K / 8;
-    for (int32_t i = threadIdx.x; i < rows * k8; i += DS_THREADS) {
-        const int32_t j = i / k8, c = i % k8;
-        *(uint4 *)(xs + (int64_t)j * ldxs + 8 * c) = ldcg16(src + (int64_t)j * K + 8 * c);
-    }
-    __syncthreads();
-}
+/* ---- GEMV phases: the block's rows of a ring stage against the staged tokens ---- */
 
-enum ds_out { DS_STORE_BF16, DS_STORE_F32, DS_RESIDUAL_F32 };
+enum ds_out {
+    DS_LL_BF16,     /* Y: BF16 flagged words of epoch ep */
+    DS_LL_RESIDUAL, /* Y: F32 flagged words of epoch ep, xo[j][r] (the block's own rows of the
+                     * residual stream, in shared memory) + the sum, also kept in xo */
+    DS_STORE_F32    /* Y: plain F32 (the logits) */
+};
 
 /* Y[j][n0 + r] (epilogue OUT) = xs[j] · Wt[r] (+ bias[n0 + r]) for j < rows, r < R: the block's
  * R rows of K in shared memory (a ring stage), one row per warp at a time. */
-template <int OUT>
-static __device__ void gemv_tile(const uint16_t *xs, int32_t ldxs, int32_t rows,
+template <int OUT, int NB>
+static __device__ __noinline__ void gemv_tile(const uint16_t *xs, int32_t ldxs, int32_t rows,
                                  const uint16_t *Wt, int32_t R, int32_t K, int32_t n0,
-                                 const uint16_t *bias, void *Y, int64_t ldy, int warp, int lane) {
+                                 const uint16_t *bias, float *xo, void *Y, int64_t ldy,
+                                 uint32_t ep, int warp, int lane) {
     for (int32_t r = warp; r < R; r += DS_WARPS) {
-        float acc[DS_MAX_B];
+        float acc[NB];
 #pragma unroll
-        for (int j = 0; j < DS_MAX_B; j++)
+        for (int j = 0; j < NB; j++)
             acc[j] = 0.0f;
         const uint16_t *w = Wt + (int64_t)r * K;
         for (int32_t k = lane * 8; k < K; k += 256) {
             float wf[8];
             bf16x8(*(const uint4 *)(w + k), wf);
 #pragma unroll
-            for (int j = 0; j < DS_MAX_B; j++)
+            for (int j = 0; j < NB; j++)
                 if (j < rows) acc[j] += dot8(wf, *(const uint4 *)(xs + (int64_t)j * ldxs + k));
         }
         const int32_t n = n0 + r;
         const float bv = bias ? bf16_to_f32(bias[n]) : 0.0f;
 #pragma unroll
-        for (int j = 0; j < DS_MAX_B; j++) {
+        for (int j = 0; j < NB; j++) {
             if (j >= rows) break;
             const float v = warp_sum(acc[j]) + bv;
             if (lane != j) continue; /* lane j stores token j's value */
-            if (OUT == DS_STORE_BF16) {
-                ((uint16_t *)Y)[j * ldy + n] = (uint16_t)f32_to_bf16(v);
-            } else if (OUT == DS_STORE_F32) {
-                ((float *)Y)[j * ldy + n] = v;
-            } else {
-                float *y = (float *)Y + j * ldy + n;
-                *y = ldcg_f32(y) + v;
+            if (OUT == DS_LL_BF16)
+                ll_put((uint64_t *)Y + j * ldy + n, f32_to_bf16(v), ep);
+            else if (OUT == DS_LL_RESIDUAL) {
+                const float x = xo[j * R + r] + v;
+                xo[j * R + r] = x;
+                ll_put((uint64_t *)Y + j * ldy + n, __float_as_uint(x), ep);
             }
+            else
+                ((float *)Y)[j * ldy + n] = v;
         }
     }
 }
 
 /* act[j][f0 + f] = BF16(silu(g) * u), g = xs[j] · Wt[f], u = xs[j] · Wt[Rf + f], f < Rf: the
- * block's gate rows, then its up rows, in shared memory. */
-static __device__ void swiglu_tile(const uint16_t *xs, int32_t ldxs, int32_t rows,
+ * block's gate rows, then its up rows, in shared memory; flagged words of epoch ep. */
+template <int NB>
+static __device__ __noinline__ void swiglu_tile(const uint16_t *xs, int32_t ldxs, int32_t rows,
                                    const uint16_t *Wt, int32_t Rf, int32_t K, int32_t f0,
-                                   uint16_t *act, int32_t F, int warp, int lane) {
+                                   uint64_t *act, int32_t F, uint32_t ep, int warp, int lane) {
     for (int32_t f = warp; f < Rf; f += DS_WARPS) {
-        float g[DS_MAX_B], u[DS_MAX_B];
+        float g[NB], u[NB];
 #pragma unroll
-        for (int j = 0; j < DS_MAX_B; j++)
+        for (int j = 0; j < NB; j++)
             g[j] = u[j] = 0.0f;
         const uint16_t *wg = Wt + (int64_t)f * K, *wu = Wt + (int64_t)(Rf + f) * K;
         for (int32_t k = lane * 8; k < K; k += 256) {
@@ -366,7 +409,7 @@ static __device__ void swiglu_tile(const uint16_t *xs, int32_t ldxs, int32_t row
             bf16x8(*(const uint4 *)(wg + k), gf);
             bf16x8(*(const uint4 *)(wu + k), uf);
 #pragma unroll
-            for (int j = 0; j < DS_MAX_B; j++)
+            for (int j = 0; j < NB; j++)
                 if (j < rows) {
                     const uint4 xv = *(const uint4 *)(xs + (int64_t)j * ldxs + k);
                     g[j] += dot8(gf, xv);
@@ -374,11 +417,70 @@ static __device__ void swiglu_tile(const uint16_t *xs, int32_t ldxs, int32_t row
                 }
         }
 #pragma unroll
-        for (int j = 0; j < DS_MAX_B; j++) {
+        for (int j = 0; j < NB; j++) {
             if (j >= rows) break;
             const float gs = warp_sum(g[j]), us = warp_sum(u[j]);
             if (lane == j)
-                act[(int64_t)j * F + f0 + f] = (uint16_t)f32_to_bf16(gs / (1.0f + __expf(-gs)) * us);
+                ll_put(act + (int64_t)j * F + f0 + f, f32_to_bf16(gs / (1.0f + __expf(-gs)) * us),
+                       ep);
+        }
+    }
+}
+
+/* logits[j][n] = xs[j] · lm_head[n] for j < rows, n in [v0, v1): the LM head is read once a
+ * step and is the largest matrix, so it is not staged: each warp takes 4 consecutive rows at a
+ * time with all their 16-byte loads in flight together (E <= 1,024: up to 4 per row and lane),
+ * read with no L1 allocation. */
+#define DS_LM_ROWS 4
+static __device__ __forceinline__ uint4 ld_stream16(const void *p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+template <int NB>
+static __device__ __noinline__ void lm_head_rows(const uint16_t *xs, int32_t ldxs, int32_t rows,
+                                    const uint16_t *__restrict__ W, int32_t v0, int32_t v1,
+                                    int32_t E, float *logits, int64_t V, int warp, int lane) {
+    for (int32_t n0 = v0 + warp * DS_LM_ROWS; n0 < v1; n0 += DS_WARPS * DS_LM_ROWS) {
+        uint4 w[DS_LM_ROWS][NORM_PER_THREAD];
+#pragma unroll
+        for (int i = 0; i < DS_LM_ROWS; i++)
+#pragma unroll
+            for (int c = 0; c < NORM_PER_THREAD; c++) {
+                const int32_t k = lane * 8 + c * 256;
+                if (n0 + i < v1 && k < E) w[i][c] = ld_stream16(W + (int64_t)(n0 + i) * E + k);
+            }
+        float acc[DS_LM_ROWS][NB];
+#pragma unroll
+        for (int i = 0; i < DS_LM_ROWS; i++)
+#pragma unroll
+            for (int j = 0; j < NB; j++)
+                acc[i][j] = 0.0f;
+#pragma unroll
+        for (int c = 0; c < NORM_PER_THREAD; c++) {
+            const int32_t k = lane * 8 + c * 256;
+            if (k >= E) break;
+#pragma unroll
+            for (int i = 0; i < DS_LM_ROWS; i++) {
+                if (n0 + i >= v1) break;
+                float wf[8];
+                bf16x8(w[i][c], wf);
+#pragma unroll
+                for (int j = 0; j < NB; j++)
+                    if (j < rows) acc[i][j] += dot8(wf, *(const uint4 *)(xs + (int64_t)j * ldxs + k));
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < DS_LM_ROWS; i++) {
+            if (n0 + i >= v1) break;
+#pragma unroll
+            for (int j = 0; j < NB; j++) {
+                if (j >= rows) break;
+                const float v = warp_sum(acc[i][j]);
+                if (lane == j) logits[j * V + n0 + i] = v;
+            }
         }
     }
 }
@@ -392,12 +494,14 @@ template <int D> struct ds_att_smem {
     float wacc[DS_WARPS][D];          /* and its unnormalised P·V */
 };
 
-/* Attention of item it = (token j, query head h), layer l; writes att[j][h*D .. +D). Lane group
+/* Attention of item it = (token j, query head h), layer l: q, k, v from the flagged words of
+ * epoch ep_in, att[j][h*D .. +D) written with epoch ep. Lane group
  * (D/8 lanes, 8 dims each) kw of the block takes keys kw, kw + KPB, kw + 2 KPB, ..., DS_ROUND of
  * them a round, with its own online softmax (running max m, sum ls, acc). */
 template <int D>
-static __device__ void attention_item(const ds_args &a, int32_t l, int32_t it, const float *cs,
-                                      const float *sn, ds_att_smem<D> &S) {
+static __device__ __noinline__ void attention_item(const ds_args &a, int32_t l, int32_t it, const float *cs,
+                                      const float *sn, uint32_t ep_in, uint32_t ep,
+                                      ds_att_smem<D> &S) {
     constexpr int LPK = D / 8;        /* lanes per key: 8 BF16 each */
     constexpr int KPW = 32 / LPK;     /* keys per warp at a time */
     constexpr int KPB = KPW * DS_WARPS;
@@ -408,15 +512,15 @@ static __device__ void attention_item(const ds_args &a, int32_t l, int32_t it, c
     const int32_t j = it / H, h = it % H, g = h / G;
     const int32_t p = a.pos[j], s = a.seq[j];
     const int64_t QKV = (int64_t)(H + 2 * HKV) * D;
-    uint16_t *out = a.b.att + (int64_t)j * H * D + (int64_t)h * D;
+    uint64_t *out = a.ll.att + (int64_t)j * H * D + (int64_t)h * D;
     if (p < 0 || p >= kv.n_ctx || p >= DS_MAX_KEYS || s < 0 || s >= kv.n_seq) {
         for (int d = tid; d < D; d += DS_THREADS)
-            out[d] = 0x7fc0u; /* invalid metadata: a NaN row, as the step path writes */
+            ll_put(out + d, 0x7fc0u, ep); /* invalid metadata: a NaN row, as the step path writes */
         return;
     }
-    const uint16_t *qrow = a.b.qkv + (int64_t)j * QKV + (int64_t)h * D;
-    const uint16_t *krow = a.b.qkv + (int64_t)j * QKV + (int64_t)(H + g) * D;
-    const uint16_t *vrow = krow + (int64_t)HKV * D;
+    const uint64_t *qrow = a.ll.qkv + (int64_t)j * QKV + (int64_t)h * D;
+    const uint64_t *krow = a.ll.qkv + (int64_t)j * QKV + (int64_t)(H + g) * D;
+    const uint64_t *vrow = krow + (int64_t)HKV * D;
     const int64_t kvd = (int64_t)HKV * D;
     const int64_t base = (((int64_t)s * kv.n_layer + l) * kv.n_ctx) * kvd + (int64_t)g * D;
     const int sub = lane % LPK, d0 = sub * 8, kw = warp * KPW + lane / LPK;
@@ -438,18 +542,26 @@ static __device__ void attention_item(const ds_args &a, int32_t l, int32_t it, c
 
     const float qscale = rsqrtf((float)D) * 1.4426950408889634f;
     if (tid < D / 2) {
+        const uint64_t *src[6] = {qrow + tid, qrow + tid + D / 2, krow + tid,
+                                  krow + tid + D / 2, vrow + tid, vrow + tid + D / 2};
+        uint64_t w[6];
+        uint32_t v[6];
+#pragma unroll
+        for (int i = 0; i < 6; i++)
+            w[i] = ll_load(src[i]);
+#pragma unroll
+        for (int i = 0; i < 6; i++)
+            v[i] = ll_settle(src[i], w[i], ep_in);
         const float *c = cs + j * (D / 2), *sv = sn + j * (D / 2);
         uint16_t y0, y1;
-        rope_pair(bf16_to_f32(ldcg_bf16(qrow + tid)), bf16_to_f32(ldcg_bf16(qrow + tid + D / 2)),
-                  c[tid], sv[tid], &y0, &y1);
+        rope_pair(bf16_to_f32(v[0]), bf16_to_f32(v[1]), c[tid], sv[tid], &y0, &y1);
         S.q[tid] = bf16_to_f32(y0) * qscale;
         S.q[tid + D / 2] = bf16_to_f32(y1) * qscale;
-        rope_pair(bf16_to_f32(ldcg_bf16(krow + tid)), bf16_to_f32(ldcg_bf16(krow + tid + D / 2)),
-                  c[tid], sv[tid], &y0, &y1);
+        rope_pair(bf16_to_f32(v[2]), bf16_to_f32(v[3]), c[tid], sv[tid], &y0, &y1);
         S.kp[tid] = y0;
         S.kp[tid + D / 2] = y1;
-        S.vp[tid] = ldcg_bf16(vrow + tid);
-        S.vp[tid + D / 2] = ldcg_bf16(vrow + tid + D / 2);
+        S.vp[tid] = (uint16_t)v[4];
+        S.vp[tid + D / 2] = (uint16_t)v[5];
         if (h % G == 0) { /* one writer per KV head: the cache row p of this layer */
             const int64_t r = base + (int64_t)p * kvd;
             kv.k[r + tid] = y0;
@@ -536,42 +648,53 @@ static __device__ void attention_item(const ds_args &a, int32_t l, int32_t it, c
             o += S.wacc[wi][tid] * f;
             lsum += S.wl[wi] * f;
         }
-        out[tid] = (uint16_t)f32_to_bf16(o / lsum);
+        ll_put(out + tid, f32_to_bf16(o / lsum), ep);
     }
     __syncthreads(); /* S is reused by the block's next item */
 }
 
 /* ---- the kernel ---- */
 
-template <int D>
+template <int D, int NB> /* NB: the most tokens this instance serves (1, 2, 4 or 8) */
 static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_args a) {
     extern __shared__ __align__(128) unsigned char ds_smem[];
     const tinfer_op_cuda_step_model &m = a.m;
     const tinfer_op_cuda_kv &kv = a.kv;
-    const int32_t B = a.n, E = m.n_embd, F = m.n_ff, V = m.n_vocab;
+    const ds_ll &ll = a.ll;
+    const int32_t B = a.n, E = m.n_embd, F = m.n_ff, V = m.n_vocab, NL = m.n_layer;
     const int32_t H = kv.n_head, HKV = kv.n_head_kv, Q = H * D, QKV = (H + 2 * HKV) * D;
     const int32_t KX = max(E, max(Q, F)); /* staged row length (a multiple of 8) */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int32_t G = gridDim.x, b = blockIdx.x;
     /* this block's rows of each matrix */
     const int32_t q0 = part(QKV, b, G), q1 = part(QKV, b + 1, G);
-    const int32_t e0 = part(E, b, G), e1 = part(E, b + 1, G);
+    const int32_t e0 = part(E, b, G), e1 = part(E, b + 1, G), RE = e1 - e0;
     const int32_t f0 = part(F, b, G), f1 = part(F, b + 1, G);
     const int32_t v0 = part(V, b, G), v1 = part(V, b + 1, G);
+    /* the step's epochs: phase k (0 embed, then A..E of each layer) writes ep0 + k */
+    const uint32_t ep0 = max(1u, __ldcg(&a.b.bar[1])); /* 0 is every word's initial flag */
+    auto ep = [&](int32_t l, int32_t k) { return ep0 + 1u + 5u * (uint32_t)l + (uint32_t)k; };
 
     ds_ring R;
     R.st = ds_smem;
     R.S = a.n_stages;
     R.bytes = a.stage_bytes;
     R.full = (uint64_t *)(ds_smem + (size_t)R.S * R.bytes);
-    R.n_tiles = 4 * m.n_layer + (a.n_out > 0 ? (v1 - v0 + a.lm_rows - 1) / a.lm_rows : 0);
+    R.n_tiles = 4 * NL + (a.n_out > 0 ? 1 : 0);
     uint16_t *xs = (uint16_t *)(R.full + DS_MAX_STAGES);                   /* [B][KX] */
     float *cs = (float *)(xs + (size_t)DS_MAX_B * KX);                     /* [B][D/2] */
     float *sn = cs + DS_MAX_B * (D / 2);                                   /* [B][D/2] */
     float *red = sn + DS_MAX_B * (D / 2);                                  /* [(W + 1) * MAX_B] */
-    ds_att_smem<D> &S = *(ds_att_smem<D> *)(red + (DS_WARPS + 1) * DS_MAX_B);
+    float *xo = red + (DS_WARPS + 1) * DS_MAX_B;                           /* [B][RE] own x */
+    tinfer_op_cuda_step_layer *Ls = (tinfer_op_cuda_step_layer *)(xo + a.xr_floats); /* [NL] */
+    ds_att_smem<D> &S = *(ds_att_smem<D> *)(Ls + NL);
+    R.layers = Ls;
+    R.q0 = q0, R.q1 = q1, R.e0 = e0, R.e1 = e1, R.f0 = f0, R.f1 = f1;
 
-    /* the ring: its first S tiles go out before anything else */
+    /* the layer table, then the ring: its first S tiles go out before anything else */
+    for (int32_t i = tid; i < NL * (int32_t)(sizeof *Ls / 8); i += DS_THREADS)
+        ((uint64_t *)Ls)[i] = ((const uint64_t *)m.layers)[i];
+    __syncthreads();
     if (tid == 0) {
         for (int32_t s = 0; s < R.S; s++)
             mbar_init(&R.full[s], 1);
@@ -579,64 +702,103 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
         for (int32_t t = 0; t < R.S; t++)
             ring_issue(a, R, t);
     }
-    uint32_t nbar = 0; /* barriers passed */
-    /* 0. x = embed(tok); the RoPE table of each token's position (every block, own copy) */
-    for (int64_t i = (int64_t)b * DS_THREADS + tid; i < (int64_t)B * E;
-         i += (int64_t)G * DS_THREADS) {
-        const int32_t j = (int32_t)(i / E), e = (int32_t)(i % E), t = a.tok[j];
-        a.b.x[i] = t >= 0 && t < V ? bf16_to_f32(m.tok_embd[(int64_t)t * E + e])
-                                   : __int_as_float(0x7fc00000);
+    trace_at(a, 0, DS_T_WEIGHTS);
+    trace_at(a, 0, DS_T_INPUTS);
+    /* 0. x_a = embed(tok), the block's own rows (kept in xo too); the RoPE table of each token's
+     * position (every block, own copy) */
+    if (tid < B * RE) {
+        const int32_t j = tid / RE, e = e0 + tid % RE, t = a.tok[j];
+        const float v = t >= 0 && t < V ? bf16_to_f32(m.tok_embd[(int64_t)t * E + e])
+                                        : __int_as_float(0x7fc00000);
+        xo[tid] = v;
+        ll_put(ll.xa + (int64_t)j * E + e, __float_as_uint(v), ep0);
     }
     for (int32_t i = tid; i < B * (D / 2); i += DS_THREADS) {
         const int32_t j = i / (D / 2), p = a.pos[j];
         rope_table(p, m.inv_freq, D / 2, cs + j * (D / 2), sn + j * (D / 2), i % (D / 2), D / 2);
     }
-    grid_sync(a, R, -1, nbar);
+    __syncthreads(); /* the ring's barriers initialised; xo, cs, sn complete */
+    trace_at(a, 0, DS_T_COMPUTED);
+    trace_at(a, 0, DS_T_DONE);
 
-    for (int32_t l = 0; l < m.n_layer; l++) {
-        const tinfer_op_cuda_step_layer &L = m.layers[l];
+    for (int32_t l = 0; l < NL; l++) {
+        const tinfer_op_cuda_step_layer &L = Ls[l];
         const int32_t t = 4 * l; /* this layer's QKV tile; O, gate/up and down follow */
-        /* A. xb = rmsnorm(x) · attn_norm; qkv = xb · Wqkv^T (+ b)          qkv [B, QKV] */
-        stage_norm(xs, KX, a.b.x, L.attn_norm, NULL, B, E, m.eps, red);
-        const uint16_t *W = ring_wait(R, t);
-        gemv_tile<DS_STORE_BF16>(xs, KX, B, W, q1 - q0, E, q0, L.bqkv, a.b.qkv, QKV, warp, lane);
+        const uint32_t ep_x = l ? ep(l - 1, 4) : ep0; /* x_a's epoch */
+        const int32_t k = 1 + 5 * l;                 /* trace slot of phase A */
+        /* A. xb = rmsnorm(x_a) · attn_norm; qkv = xb · Wqkv^T (+ b)         qkv [B, QKV] */
+        const uint16_t *W = ring_wait(R, t); /* attn_norm, then the QKV rows */
+        trace_at(a, k, DS_T_WEIGHTS);
+        stage_norm<NB>(xs, KX, ll.xa, ep_x, W, NULL, B, E, m.eps, red);
+        trace_at(a, k, DS_T_INPUTS);
+        gemv_tile<DS_LL_BF16, NB>(xs, KX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL, ll.qkv, QKV,
+                                  ep(l, 0), warp, lane);
         prefetch_kv(a, l);
-        grid_sync(a, R, t + R.S, nbar);
+        __syncthreads(); /* stage t used */
+        trace_at(a, k, DS_T_COMPUTED);
+        if (tid == 0) ring_issue(a, R, t + R.S);
+        trace_at(a, k, DS_T_DONE);
         /* B. RoPE, the KV row, attention of every (token, head)           att [B, Q] */
+        trace_at(a, k + 1, DS_T_WEIGHTS);
+        trace_at(a, k + 1, DS_T_INPUTS);
         for (int32_t it = b; it < B * H; it += G)
-            attention_item<D>(a, l, it, cs, sn, S);
-        grid_sync(a, R, -1, nbar);
-        /* C. x += att · Wo^T (+ bo)                                       x [B, E] */
-        stage_copy(xs, KX, a.b.att, Q, B);
+            attention_item<D>(a, l, it, cs, sn, ep(l, 0), ep(l, 1), S);
+        trace_at(a, k + 1, DS_T_COMPUTED);
+        trace_at(a, k + 1, DS_T_DONE);
+        /* C. x_b = x_a + att · Wo^T (+ bo)                                x [B, E] */
+        stage_copy(xs, KX, ll.att, ep(l, 1), Q, B);
+        trace_at(a, k + 2, DS_T_INPUTS);
         W = ring_wait(R, t + 1);
-        gemv_tile<DS_RESIDUAL_F32>(xs, KX, B, W, e1 - e0, Q, e0, L.bo, a.b.x, E, warp, lane);
-        grid_sync(a, R, t + 1 + R.S, nbar);
-        /* D. xb = rmsnorm(x) · ffn_norm; act = silu(xb · Wg^T) * (xb · Wu^T)   act [B, F] */
-        stage_norm(xs, KX, a.b.x, L.ffn_norm, NULL, B, E, m.eps, red);
-        W = ring_wait(R, t + 2);
-        swiglu_tile(xs, KX, B, W, f1 - f0, E, f0, a.b.act, F, warp, lane);
-        grid_sync(a, R, t + 2 + R.S, nbar);
-        /* E. x += act · Wdown^T                                           x [B, E] */
-        stage_copy(xs, KX, a.b.act, F, B);
+        trace_at(a, k + 2, DS_T_WEIGHTS);
+        gemv_tile<DS_LL_RESIDUAL, NB>(xs, KX, B, W, RE, Q, e0, L.bo, xo, ll.xb, E, ep(l, 2), warp,
+                                      lane);
+        __syncthreads();
+        trace_at(a, k + 2, DS_T_COMPUTED);
+        if (tid == 0) ring_issue(a, R, t + 1 + R.S);
+        trace_at(a, k + 2, DS_T_DONE);
+        /* D. xb = rmsnorm(x_b) · ffn_norm; act = silu(xb · Wg^T) * (xb · Wu^T)   act [B, F] */
+        W = ring_wait(R, t + 2); /* ffn_norm, then the gate and up rows */
+        trace_at(a, k + 3, DS_T_WEIGHTS);
+        stage_norm<NB>(xs, KX, ll.xb, ep(l, 2), W, NULL, B, E, m.eps, red);
+        trace_at(a, k + 3, DS_T_INPUTS);
+        swiglu_tile<NB>(xs, KX, B, W + E, f1 - f0, E, f0, ll.act, F, ep(l, 3), warp, lane);
+        __syncthreads();
+        trace_at(a, k + 3, DS_T_COMPUTED);
+        if (tid == 0) ring_issue(a, R, t + 2 + R.S);
+        trace_at(a, k + 3, DS_T_DONE);
+        /* E. x_a = x_b + act · Wdown^T                                    x [B, E] */
+        stage_copy(xs, KX, ll.act, ep(l, 3), F, B);
+        trace_at(a, k + 4, DS_T_INPUTS);
         W = ring_wait(R, t + 3);
-        gemv_tile<DS_RESIDUAL_F32>(xs, KX, B, W, e1 - e0, F, e0, NULL, a.b.x, E, warp, lane);
-        grid_sync(a, R, t + 3 + R.S, nbar);
+        trace_at(a, k + 4, DS_T_WEIGHTS);
+        gemv_tile<DS_LL_RESIDUAL, NB>(xs, KX, B, W, RE, F, e0, NULL, xo, ll.xa, E, ep(l, 4), warp,
+                                      lane);
+        __syncthreads();
+        trace_at(a, k + 4, DS_T_COMPUTED);
+        if (tid == 0) ring_issue(a, R, t + 3 + R.S);
+        trace_at(a, k + 4, DS_T_DONE);
     }
     /* the rows that want logits: final rmsnorm, LM head                  logits [n_out, V] */
+    const int32_t kh = 1 + 5 * NL; /* trace slot of the LM head */
     if (a.n_out > 0) {
-        stage_norm(xs, KX, a.b.x, m.out_norm, a.out_rows, a.n_out, E, m.eps, red);
-        for (int32_t t = 4 * m.n_layer; t < R.n_tiles; t++) {
-            const int32_t r0 = v0 + (t - 4 * m.n_layer) * a.lm_rows;
-            const uint16_t *W = ring_wait(R, t);
-            gemv_tile<DS_STORE_F32>(xs, KX, a.n_out, W, min(a.lm_rows, v1 - r0), E, r0, NULL,
-                                    a.b.logits, V, warp, lane);
-            __syncthreads(); /* the stage is free */
-            if (tid == 0) ring_issue(a, R, t + R.S);
-        }
+        const uint16_t *W = ring_wait(R, 4 * NL); /* out_norm */
+        trace_at(a, kh, DS_T_WEIGHTS);
+        stage_norm<NB>(xs, KX, ll.xa, ep(NL - 1, 4), W, a.out_rows, a.n_out, E, m.eps, red);
+        trace_at(a, kh, DS_T_INPUTS);
+        lm_head_rows<NB>(xs, KX, a.n_out, m.lm_head, v0, v1, E, a.b.logits, V, warp, lane);
+    } else {
+        trace_at(a, kh, DS_T_WEIGHTS);
+        trace_at(a, kh, DS_T_INPUTS);
     }
-    if (a.trace) { /* the block's end, after its last barrier's slot */
-        __syncthreads();
-        if (tid == 0) a.trace[((int64_t)nbar * gridDim.x + blockIdx.x) * 2] = global_ns();
+    __syncthreads();
+    trace_at(a, kh, DS_T_COMPUTED);
+    trace_at(a, kh, DS_T_DONE);
+    /* the last block to finish moves the epoch on for the next launch (every block read this
+     * one's at its start, before any block could finish) */
+    if (tid == 0 && atomicAdd(&a.b.bar[0], 1u) == (uint32_t)G - 1) {
+        const uint32_t next = ep(NL - 1, 4) + 1u;
+        a.b.bar[0] = 0;                              /* every block has counted */
+        a.b.bar[1] = next > 0xf0000000u ? 1u : next; /* far from wrapping onto old flags */
     }
 }
 
@@ -646,7 +808,7 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
  * gets), how many stages fit beside the rest, the LM-head rows a tile. */
 struct ds_plan {
     uint32_t stage_bytes;
-    int32_t n_stages, lm_rows;
+    int32_t n_stages, xr_floats;
     size_t smem;
 };
 
@@ -654,25 +816,35 @@ static bool ds_plan_for(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda
                         int32_t G, ds_plan *P) {
     const int64_t D = kv->head_dim, Q = (int64_t)kv->n_head * D;
     const int64_t QKV = Q + 2 * (int64_t)kv->n_head_kv * D, E = m->n_embd, F = m->n_ff;
-    if (G < 1 || E < 8) return false;
+    if (G < 1 || E < 8 || E > NORM_PER_THREAD * DS_THREADS) return false; /* stage_norm's */
     auto most = [G](int64_t N) { return (N + G - 1) / G; }; /* rows a block gets at most */
-    int64_t tile = most(QKV) * E;
+    if (DS_MAX_B * most(E) > DS_THREADS) return false; /* embed: an own row of x a thread */
+    const int64_t xr = (DS_MAX_B * most(E) + 3) / 4 * 4;   /* floats, 16-byte multiple */
+    int64_t tile = E + most(QKV) * E; /* ring tiles (tile_of), in elements */
     tile = std::max(tile, most(E) * Q);
-    tile = std::max(tile, 2 * most(F) * E);
+    tile = std::max(tile, E + 2 * most(F) * E);
     tile = std::max(tile, most(E) * F);
     tile = (tile * 2 + 127) / 128 * 128; /* bytes, stages 128-byte aligned */
     int64_t KX = std::max(E, std::max(Q, F));
     const size_t att = D == 64 ? sizeof(ds_att_smem<64>) : sizeof(ds_att_smem<128>);
     const size_t rest = DS_MAX_STAGES * 8 + (size_t)DS_MAX_B * (size_t)KX * 2 +
                         2 * (size_t)DS_MAX_B * (size_t)(D / 2) * 4 +
-                        (size_t)(DS_WARPS + 1) * DS_MAX_B * 4 + att + 16;
+                        (size_t)(DS_WARPS + 1) * DS_MAX_B * 4 + (size_t)xr * 4 +
+                        (size_t)m->n_layer * sizeof(tinfer_op_cuda_step_layer) + att + 16;
     if (rest + 2 * (size_t)tile > TINFER_OP_CUDA_STEP_MAX_SMEM) return false;
     P->stage_bytes = (uint32_t)tile;
     P->n_stages = (int32_t)std::min<int64_t>(DS_MAX_STAGES,
                                              (TINFER_OP_CUDA_STEP_MAX_SMEM - rest) / tile);
-    P->lm_rows = (int32_t)(tile / (E * 2));
+    P->xr_floats = (int32_t)xr;
     P->smem = (size_t)P->n_stages * (size_t)tile + rest;
     return true;
+}
+
+extern "C" size_t tinfer_op_cuda_step_ll_words(const tinfer_op_cuda_step_model *m,
+                                               const tinfer_op_cuda_kv *kv, int32_t n_max) {
+    const int64_t Q = (int64_t)kv->n_head * kv->head_dim;
+    const int64_t QKV = Q + 2 * (int64_t)kv->n_head_kv * kv->head_dim;
+    return (size_t)n_max * (size_t)(2 * (int64_t)m->n_embd + QKV + Q + m->n_ff);
 }
 
 extern "C" bool tinfer_op_cuda_step_ok(const tinfer_op_cuda_step_model *m,
@@ -683,33 +855,29 @@ extern "C" bool tinfer_op_cuda_step_ok(const tinfer_op_cuda_step_model *m,
     if (kv->n_head_kv < 1 || kv->n_head % kv->n_head_kv) return false;
     const int64_t Q = (int64_t)kv->n_head * kv->head_dim;
     if (m->n_embd % 8 || m->n_ff % 8 || Q % 8) return false;
+    if (Q < DS_THREADS || m->n_ff < DS_THREADS) return false; /* stage_copy's stepping */
     ds_plan P;
     return ds_plan_for(m, kv, grid, &P);
 }
 
-template <int D>
+template <int D, int NB>
 static tinfer_status ds_launch(const ds_args &a, int32_t grid, size_t smem, cudaStream_t stream,
                                tinfer_err *err) {
-    static int attr_done[2]; /* per D: the shared-memory opt-in, once per process */
+    static int attr_done; /* per instance: the shared-memory opt-in, once per process */
     cudaError_t e = cudaSuccess;
-    if (!attr_done[D == 128]) {
-        e = cudaFuncSetAttribute(decode_step_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (!attr_done) {
+        e = cudaFuncSetAttribute(decode_step_kernel<D, NB>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  TINFER_OP_CUDA_STEP_MAX_SMEM);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
             return tinfer_err_set(err, TINFER_ERR_CUDA, "decode_step: shared memory opt-in: %s",
                                   cudaGetErrorString(e));
         }
-        attr_done[D == 128] = 1;
-    }
-    e = cudaMemsetAsync(a.b.bar, 0, sizeof(uint32_t), stream); /* the barrier's count */
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return tinfer_err_set(err, TINFER_ERR_CUDA, "decode_step: resetting the barrier: %s",
-                              cudaGetErrorString(e));
+        attr_done = 1;
     }
     void *args[] = {(void *)&a};
-    e = cudaLaunchCooperativeKernel((const void *)decode_step_kernel<D>, dim3(grid),
+    e = cudaLaunchCooperativeKernel((const void *)decode_step_kernel<D, NB>, dim3(grid),
                                     dim3(DS_THREADS), args, smem, stream);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
@@ -717,6 +885,17 @@ static tinfer_status ds_launch(const ds_args &a, int32_t grid, size_t smem, cuda
                               __FILE__, __LINE__, cudaGetErrorString(e));
     }
     return TINFER_OK;
+}
+
+/* The instance for n tokens: the smallest NB of 1, 2, 4, 8 that holds them (the token loops
+ * unrolled NB times, no more: every phase's code stays small). */
+template <int D>
+static tinfer_status ds_launch_n(const ds_args &a, int32_t grid, size_t smem, cudaStream_t stream,
+                                 tinfer_err *err) {
+    if (a.n <= 1) return ds_launch<D, 1>(a, grid, smem, stream, err);
+    if (a.n <= 2) return ds_launch<D, 2>(a, grid, smem, stream, err);
+    if (a.n <= 4) return ds_launch<D, 4>(a, grid, smem, stream, err);
+    return ds_launch<D, 8>(a, grid, smem, stream, err);
 }
 
 extern "C" tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_model *m,
@@ -729,8 +908,11 @@ extern "C" tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_mo
                                                     tinfer_err *err) {
     TOPS_REQUIRE(err, m && kv && b && tok && pos && seq && (n_out == 0 || out_rows),
                  "decode_step", "NULL argument");
+    TOPS_REQUIRE(err, b->bar && b->ll && (n_out == 0 || b->logits), "decode_step",
+                 "NULL buffer");
     TOPS_REQUIRE(err, n >= 1 && n <= DS_MAX_B, "decode_step", "n %d outside [1, %d]", n,
                  DS_MAX_B);
+    TOPS_REQUIRE(err, n <= b->n_max, "decode_step", "n %d over the buffers' %d", n, b->n_max);
     TOPS_REQUIRE(err, n_out >= 0 && n_out <= n, "decode_step", "n_out %d outside [0, %d]", n_out,
                  n);
     TOPS_REQUIRE(err, max_len <= DS_MAX_KEYS, "decode_step", "max_len %d over %d", max_len,
@@ -744,11 +926,18 @@ extern "C" tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_mo
                  n, max_len, kv->head_dim);
     ds_plan P;
     (void)ds_plan_for(m, kv, f.n_sm, &P); /* true: step_ok said so */
+    const int64_t E = m->n_embd, Q = (int64_t)kv->n_head * kv->head_dim;
+    const int64_t QKV = Q + 2 * (int64_t)kv->n_head_kv * kv->head_dim, N = b->n_max;
     ds_args a;
     memset(&a, 0, sizeof a);
     a.m = *m;
     a.kv = *kv;
     a.b = *b;
+    a.ll.xa = b->ll;
+    a.ll.xb = a.ll.xa + N * E;
+    a.ll.qkv = a.ll.xb + N * E;
+    a.ll.att = a.ll.qkv + N * QKV;
+    a.ll.act = a.ll.att + N * Q; /* [N][F]: tinfer_op_cuda_step_ll_words in all */
     a.tok = tok;
     a.pos = pos;
     a.seq = seq;
@@ -758,7 +947,7 @@ extern "C" tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_mo
     a.trace = trace;
     a.stage_bytes = P.stage_bytes;
     a.n_stages = P.n_stages;
-    a.lm_rows = P.lm_rows;
-    return kv->head_dim == 64 ? ds_launch<64>(a, f.n_sm, P.smem, stream, err)
-                              : ds_launch<128>(a, f.n_sm, P.smem, stream, err);
+    a.xr_floats = P.xr_floats;
+    return kv->head_dim == 64 ? ds_launch_n<64>(a, f.n_sm, P.smem, stream, err)
+                              : ds_launch_n<128>(a, f.n_sm, P.smem, stream, err);
 }

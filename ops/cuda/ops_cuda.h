@@ -153,10 +153,11 @@ tinfer_status tinfer_op_cuda_cast_f32_bf16(uint16_t *out, const float *in, int64
 
 /* ---- the fused decode step (decode_step.cu): a decode step of a small model (every token the
  * only one of its sequence, at most TINFER_OP_CUDA_STEP_MAX_B of them, keys at most
- * TINFER_OP_CUDA_STEP_MAX_KEYS) in one persistent cooperative kernel with grid-wide barriers
- * between its phases: embed, per layer RMSNorm + QKV, RoPE + KV write + attention, O +
- * residual, RMSNorm + gate/up + SwiGLU, down + residual, then the final RMSNorm and the LM head
- * for out_rows. Same BF16 rounding points as the op-by-op path. ---- */
+ * TINFER_OP_CUDA_STEP_MAX_KEYS) in one persistent cooperative kernel whose phases hand each
+ * other flagged values instead of meeting at grid barriers: embed, per layer RMSNorm + QKV,
+ * RoPE + KV write + attention, O + residual, RMSNorm + gate/up + SwiGLU, down + residual, then
+ * the final RMSNorm and the LM head for out_rows. Same BF16 rounding points as the op-by-op
+ * path. ---- */
 #define TINFER_OP_CUDA_STEP_MAX_B 8
 #define TINFER_OP_CUDA_STEP_MAX_KEYS 1024
 #define TINFER_OP_CUDA_STEP_MAX_SMEM (200 * 1024)
@@ -183,15 +184,19 @@ typedef struct tinfer_op_cuda_step_model {
     const float *inv_freq;                   /* device F32 [head_dim / 2] (rope_kv's) */
 } tinfer_op_cuda_step_model;
 
-/* The context's buffers the step works in (the op-by-op path's, same shapes). */
+/* The step's device buffers (tinfer_op_cuda_decode_step): every one zeroed once when allocated
+ * and then left to the kernel, which keeps their state from launch to launch. */
 typedef struct tinfer_op_cuda_step_bufs {
-    float *x;       /* F32 [n, E] residual stream */
-    uint16_t *qkv;  /* BF16 [n, Q + 2 KV] */
-    uint16_t *att;  /* BF16 [n, Q] */
-    uint16_t *act;  /* BF16 [n, F] */
     float *logits;  /* F32 [n_out, V] */
-    uint32_t *bar;  /* device, 1 word: the grid barrier's count (the launcher zeroes it) */
+    uint32_t *bar;  /* 2 words: the count of blocks done, the next launch's first epoch */
+    uint64_t *ll;   /* tinfer_op_cuda_step_ll_words(m, kv, n_max) flagged words */
+    int32_t n_max;  /* the most tokens a step may carry (<= TINFER_OP_CUDA_STEP_MAX_B) */
 } tinfer_op_cuda_step_bufs;
+
+/* 64-bit words the step's buffers hold for up to n_max tokens (the values its phases hand each
+ * other: x twice, qkv, the attention output, the SwiGLU output). */
+size_t tinfer_op_cuda_step_ll_words(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda_kv *kv,
+                                    int32_t n_max);
 
 /* Whether a step of n decode tokens with keys up to max_len can run fused on this model with a
  * grid of `grid` blocks (the launcher's: one per SM): its shared-memory plan (two ring stages of
@@ -200,10 +205,13 @@ bool tinfer_op_cuda_step_ok(const tinfer_op_cuda_step_model *m, const tinfer_op_
                             int32_t n, int32_t max_len, int32_t grid);
 /* The step: tok/pos/seq device int32 [n] (one token per sequence), out_rows device [n_out]
  * (indices into the n tokens whose logits are wanted); logits written for those rows.
- * trace: NULL, or device uint64 [(TINFER_OP_CUDA_STEP_BARRIERS(n_layer) + 1) * grid * 2] for a
- * probe (tests/ops_cuda/probe_decode_step.cu): each block's arrival and departure time (ns,
- * %globaltimer) at every grid barrier, then its end time; grid = the device's SM count. */
-#define TINFER_OP_CUDA_STEP_BARRIERS(n_layer) (1 + 5 * (n_layer))
+ * trace: NULL, or device uint64 [TINFER_OP_CUDA_STEP_PHASES(n_layer) * grid * 4] for a probe
+ * (tests/ops_cuda/probe_decode_step.cu): for phase k (0 the embedding, 1 + 5 l + 0..4 layer l's
+ * QKV, attention, O, gate/up, down, then the LM head) and block b, trace[(k * grid + b) * 4 + i]
+ * the time (ns, %globaltimer) at which the block's weights for the phase had landed (i = 0),
+ * its inputs were staged (1), its outputs written (2), the phase's bookkeeping done (3);
+ * grid = the device's SM count. */
+#define TINFER_OP_CUDA_STEP_PHASES(n_layer) (2 + 5 * (n_layer))
 tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_model *m,
                                          const tinfer_op_cuda_kv *kv,
                                          const tinfer_op_cuda_step_bufs *b, const int32_t *tok,

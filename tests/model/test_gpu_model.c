@@ -188,7 +188,7 @@ int main(int argc, char **argv) {
         CHECK(tinfer_context_get_stats(cg, &sg) == TINFER_OK, "stats");
         CHECK(tinfer_context_get_stats(cf, &sf) == TINFER_OK, "stats");
         printf("  fused vs op-by-op decode steps: worst relative RMS %.4f (fused steps: %lld of "
-               "%lld; default context: %lld)\n",
+               "%lld; op-by-op context: %lld)\n",
                worst_f, (long long)sf.fused_steps, (long long)sf.steps, (long long)sg.fused_steps);
         CHECK(worst_f <= TOL_FUSED, "fused vs op-by-op decode logits: %.4f > %.3f", worst_f,
               TOL_FUSED);

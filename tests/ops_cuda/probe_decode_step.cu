@@ -2,13 +2,15 @@
  * probe_decode_step.cu — where the fused decode step's time goes (ops/cuda/decode_step.cu): a
  * lab probe, not a test. Random BF16 weights of a Llama configuration (SmolLM2-135M's unless
  * told otherwise) and a random KV cache of `ctx` rows per sequence on the device; the step is
- * timed (CUDA events, median of reps) and then run once with its barrier trace, from which each
+ * timed (CUDA events, median of reps) and then run once with its phase trace, from which each
  * phase gets two numbers, averaged over the layers:
- *   work     the slowest block's time from leaving the previous barrier to arriving at this one
- *            (the phase's critical path),
- *   barrier  from the last block's arrival to the last block's departure (what the barrier
- *            itself costs once everyone is there);
- * the LM head's work runs from the last barrier to the blocks' end.
+ *   path     from the previous phase's end (its last block) to this phase's end (the phase's
+ *            share of the critical path),
+ *   inputs   from the previous phase's end to the moment the last block had this phase's
+ *            inputs staged (how long the values take to travel between blocks);
+ * and three spans of a block's own, the largest over the blocks: weights (from entering the
+ * phase until its weight tile had landed), compute (inputs and weights there until its outputs
+ * were written), tail (issuing the next tile).
  *
  *   probe-decode-step [--batch 1,8] [--ctx 64] [--reps 20]
  *                     [--config E,H,HKV,D,F,L,V]   (default 576,9,3,64,1536,30,49152)
@@ -112,12 +114,13 @@ int main(int argc, char **argv) {
     tinfer_op_cuda_kv kv = {dev_bf16(cache, seed++, 1.0f), dev_bf16(cache, seed++, 1.0f), MAXB, L,
                             N_CTX, H, HKV, D};
     tinfer_op_cuda_step_bufs b;
-    CK(cudaMalloc((void **)&b.x, (size_t)MAXB * E * 4));
-    CK(cudaMalloc((void **)&b.qkv, (size_t)MAXB * QKV * 2));
-    CK(cudaMalloc((void **)&b.att, (size_t)MAXB * Q * 2));
-    CK(cudaMalloc((void **)&b.act, (size_t)MAXB * F * 2));
+    const size_t ll_bytes = tinfer_op_cuda_step_ll_words(&m, &kv, MAXB) * 8;
     CK(cudaMalloc((void **)&b.logits, (size_t)MAXB * V * 4));
-    CK(cudaMalloc((void **)&b.bar, 4));
+    CK(cudaMalloc((void **)&b.bar, 8));
+    CK(cudaMemset(b.bar, 0, 8));
+    CK(cudaMalloc((void **)&b.ll, ll_bytes));
+    CK(cudaMemset(b.ll, 0, ll_bytes));
+    b.n_max = MAXB;
     int32_t h_meta[4 * MAXB], *d_meta = NULL;
     for (int j = 0; j < MAXB; j++) {
         h_meta[j] = (j * 7919 + 13) % V; /* tok */
@@ -127,10 +130,10 @@ int main(int argc, char **argv) {
     }
     CK(cudaMalloc((void **)&d_meta, sizeof h_meta));
     CK(cudaMemcpy(d_meta, h_meta, sizeof h_meta, cudaMemcpyHostToDevice));
-    const int n_bar = TINFER_OP_CUDA_STEP_BARRIERS(L);
+    const int n_ph = TINFER_OP_CUDA_STEP_PHASES(L);
     uint64_t *d_trace = NULL;
-    CK(cudaMalloc((void **)&d_trace, (size_t)(n_bar + 1) * grid * 2 * 8));
-    std::vector<uint64_t> tr((size_t)(n_bar + 1) * grid * 2);
+    CK(cudaMalloc((void **)&d_trace, (size_t)n_ph * grid * 4 * 8));
+    std::vector<uint64_t> tr((size_t)n_ph * grid * 4);
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
     cudaEvent_t e0, e1;
@@ -182,39 +185,55 @@ int main(int argc, char **argv) {
             }
 
         auto at = [&](int k, int blk, int w) {
-            return (double)tr[((size_t)k * grid + blk) * 2 + w];
+            return (double)tr[((size_t)k * grid + blk) * 4 + w];
         };
-        const char *names[6] = {"embed", "A rmsnorm+qkv", "B rope+kv+attention", "C o+residual",
-                                "D rmsnorm+gate/up", "E down+residual"};
-        double work[6] = {0}, barr[6] = {0}, cnt[6] = {0}, sum_work = 0, sum_barr = 0;
-        for (int k = 0; k < n_bar; k++) {
-            const int t = k == 0 ? 0 : 1 + (k - 1) % 5;
-            double arrive_max = 0, leave_max = 0, crit = 0;
+        const char *names[7] = {"embed",           "A rmsnorm+qkv",     "B rope+kv+attention",
+                                "C o+residual",    "D rmsnorm+gate/up", "E down+residual",
+                                "LM head"};
+        /* phase k, from the previous phase's last "done" (prev): path = its own last "done";
+         * inputs = its last block to have the inputs staged; and the slowest block's own spans:
+         * weights (entering the phase until its tile had landed), compute (inputs and weights
+         * there until the outputs were written), tail (issuing the next tile) */
+        enum { PATH, INP, WGT, CMP, TAIL, NCOL };
+        double sum[7][NCOL] = {{0}}, cnt[7] = {0}, total = 0;
+        auto last = [&](int k, int w) {
+            double t = 0;
+            for (int blk = 0; blk < grid; blk++)
+                t = std::max(t, at(k, blk, w));
+            return t;
+        };
+        for (int k = 1; k < n_ph; k++) {
+            const int t = k == n_ph - 1 ? 6 : 1 + (k - 1) % 5;
+            const double prev = last(k - 1, 3);
+            double wgt = 0, cmp = 0, tail = 0;
             for (int blk = 0; blk < grid; blk++) {
-                arrive_max = std::max(arrive_max, at(k, blk, 0));
-                leave_max = std::max(leave_max, at(k, blk, 1));
-                if (k > 0) crit = std::max(crit, at(k, blk, 0) - at(k - 1, blk, 1));
+                const double in = at(k - 1, blk, 3); /* the block entered the phase */
+                const double ready = std::max(at(k, blk, 0), at(k, blk, 1));
+                wgt = std::max(wgt, at(k, blk, 0) - in);
+                cmp = std::max(cmp, at(k, blk, 2) - ready);
+                tail = std::max(tail, at(k, blk, 3) - at(k, blk, 2));
             }
-            if (k > 0) {
-                work[t] += crit;
-                sum_work += crit;
-            }
-            barr[t] += leave_max - arrive_max;
-            sum_barr += leave_max - arrive_max;
+            sum[t][PATH] += last(k, 3) - prev;
+            sum[t][INP] += last(k, 1) - prev;
+            sum[t][WGT] += wgt;
+            sum[t][CMP] += cmp;
+            sum[t][TAIL] += tail;
             cnt[t]++;
+            total += last(k, 3) - prev;
         }
-        double head = 0;
-        for (int blk = 0; blk < grid; blk++)
-            head = std::max(head, at(n_bar, blk, 0) - at(n_bar - 1, blk, 1));
         printf("\nbatch %d: step %.1f us (median of %d; min %.1f), tok/s %.0f\n", B,
                1e3 * ms[reps / 2], reps, 1e3 * ms[0], B / (1e-3 * ms[reps / 2]));
-        printf("  %-22s %10s %12s\n", "phase (mean of layers)", "work us", "barrier us");
-        for (int t = 0; t < 6; t++)
-            printf("  %-22s %10.2f %12.2f\n", names[t], t ? work[t] / cnt[t] / 1e3 : 0.0,
-                   barr[t] / cnt[t] / 1e3);
-        printf("  %-22s %10.2f\n", "LM head (to the end)", head / 1e3);
-        printf("  totals: work %.1f us, barriers %.1f us over %d barriers, LM head %.1f us\n",
-               sum_work / 1e3, sum_barr / 1e3, n_bar, head / 1e3);
+        printf("  %-22s %8s %8s %8s %8s %8s   (us, mean of layers; the last four: slowest "
+               "block)\n",
+               "phase", "path", "inputs", "weights", "compute", "tail");
+        for (int t = 1; t < 7; t++) {
+            printf("  %-22s", names[t]);
+            for (int c = 0; c < NCOL; c++)
+                printf(" %8.2f", sum[t][c] / cnt[t] / 1e3);
+            printf("\n");
+        }
+        printf("  embed (start to last write) %.2f us; embed to end %.1f us over %d phases\n",
+               (last(0, 3) - last(0, 1)) / 1e3, total / 1e3, n_ph - 1);
     }
     for (void *p : owned)
         cudaFree(p);

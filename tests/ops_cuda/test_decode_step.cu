@@ -150,6 +150,7 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
         dbuf<uint16_t> dk, dv, dqkv, datt, dact, dxb;
         dbuf<float> dx, dlg;
         dbuf<uint32_t> dbar;
+        dbuf<uint64_t> dll;
         dk.alloc(csz, 0), dk.put(kc);
         dv.alloc(csz, 0), dv.put(vc);
         dqkv.alloc((size_t)n * QKV, SENT_BF16);
@@ -158,8 +159,9 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
         dxb.alloc((size_t)n * c.E, SENT_BF16);
         dx.alloc((size_t)n * c.E, 0.0f);
         dlg.alloc((size_t)n * c.V, 0.0f);
-        dbar.alloc(1, 0u);
+        dbar.alloc(2, 0u);
         tinfer_op_cuda_kv kv = {dk.p, dv.p, n, c.L, N_CTX, c.H, c.HKV, c.D};
+        dll.alloc(tinfer_op_cuda_step_ll_words(&m, &kv, n), (uint64_t)0);
         if (way == 0) { /* op by op */
             CKT(tinfer_op_cuda_embed(dx.p, embd, dtok.p, n, c.E, c.V, g_stream, &e_));
             for (int l = 0; l < c.L; l++) {
@@ -186,9 +188,12 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
                 bad = 1;
                 break;
             }
-            const tinfer_op_cuda_step_bufs b = {dx.p, dqkv.p, datt.p, dact.p, dlg.p, dbar.p};
-            CKT(tinfer_op_cuda_decode_step(&m, &kv, &b, dtok.p, dpos.p, dseq.p, drows.p, n, n,
-                                           max_len, NULL, g_stream, &e_));
+            const tinfer_op_cuda_step_bufs b = {dlg.p, dbar.p, dll.p, n};
+            /* twice: the second launch finds the first one's words under older epochs (and
+             * rewrites the same cache rows with the same bits) */
+            for (int rep = 0; rep < 2; rep++)
+                CKT(tinfer_op_cuda_decode_step(&m, &kv, &b, dtok.p, dpos.p, dseq.p, drows.p, n, n,
+                                               max_len, NULL, g_stream, &e_));
         }
         CK(cudaStreamSynchronize(g_stream));
         bad |= dlg.guards_ok(label) | dx.guards_ok(label) | dqkv.guards_ok(label) |
@@ -197,7 +202,7 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
         logits[way] = dlg.get();
         if (way == 1) k_after = dk.get();
         dk.free_(), dv.free_(), dqkv.free_(), datt.free_(), dact.free_(), dxb.free_();
-        dx.free_(), dlg.free_(), dbar.free_();
+        dx.free_(), dlg.free_(), dbar.free_(), dll.free_();
     }
     for (int i = 0; i < n && !bad; i++) {
         const float *a = logits[1].data() + (size_t)i * c.V,
@@ -261,7 +266,15 @@ void test_decode_step_host(void) {
     tinfer_err err;
     err.msg[0] = 0;
     const int32_t one = 0;
-    const tinfer_op_cuda_step_bufs b = {0};
+    /* buffers that are never touched: each call stops at its argument check first */
+    float lg;
+    uint32_t bar[2];
+    uint64_t ll;
+    const tinfer_op_cuda_step_bufs b = {&lg, bar, &ll, 4}, b0 = {NULL, NULL, NULL, 4};
+    bad |= tinfer_op_cuda_decode_step(&m, &kv, &b0, &one, &one, &one, &one, 1, 1, 1, NULL, NULL,
+                                      &err) != TINFER_ERR_INVALID_ARG; /* no buffers */
+    bad |= tinfer_op_cuda_decode_step(&m, &kv, &b, &one, &one, &one, &one, 5, 1, 1, NULL, NULL,
+                                      &err) != TINFER_ERR_INVALID_ARG; /* over n_max */
     bad |= tinfer_op_cuda_decode_step(&m, &kv, &b, &one, &one, &one, &one, 9, 1, 1, NULL, NULL,
                                       &err) != TINFER_ERR_INVALID_ARG;
     bad |= tinfer_op_cuda_decode_step(&m, &kv, &b, &one, &one, &one, NULL, 1, 1, 1, NULL, NULL,
