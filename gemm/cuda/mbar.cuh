@@ -1,7 +1,8 @@
 /*
- * mbar.cuh — shared-memory mbarriers and the 1-D bulk copy (cp.async.bulk, global -> shared,
- * completion counted in bytes on an mbarrier): the sm_90 baseline pieces of Hopper's
- * asynchronous copies, used by the wgmma rungs (through sm90.cuh) and by the fused decode step
+ * mbar.cuh — shared-memory mbarriers and the copies that complete on them: the 1-D bulk copy
+ * (cp.async.bulk, global -> shared by the copy engine, completion counted in bytes) and the
+ * per-thread 16-byte cp.async whose completion a thread hands to an mbarrier as its arrival:
+ * the sm_90 baseline pieces of Hopper's asynchronous copies, used by the wgmma rungs (through sm90.cuh) and by the fused decode step
  * (ops/cuda/decode_step.cu), which is also built for the portable compute_90 target. Declared
  * in the host pass too (nvcc parses device bodies there); the instructions exist from sm_90.
  */
@@ -56,6 +57,17 @@ static __device__ __forceinline__ void bulk_g2s(void *dst, const void *src, uint
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
                  "[%3];" ::"r"(smem_u32(dst)),
                  "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+}
+/* 16 bytes from global src to shared dst (both 16-byte aligned), not cached in L1. */
+static __device__ __forceinline__ void cp_async16_cg(void *dst, const void *src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst)), "l"(src)
+                 : "memory");
+}
+/* This thread's arrival on bar, once all its earlier cp.async copies have landed (the arrival
+ * is one of the count the barrier was initialised with: .noinc). */
+static __device__ __forceinline__ void cp_async_arrive(uint64_t *bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_u32(bar))
                  : "memory");
 }
 #endif
