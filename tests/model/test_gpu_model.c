@@ -14,7 +14,9 @@
  *   4. batched decode: 4 sequences of different prompt lengths decoded together (M = 4 every
  *      step) give each sequence the tokens it gets decoded alone, on the GPU.
  *   1b. the fused decode step (cuda_fused_decode = 1, ops/cuda/decode_step.cu) against the
- *      default op-by-op path on the same tokens; it must have run for every decode step.
+ *      op-by-op path on the same tokens; it must have run for every decode step.
+ *   5. the default context (cuda_fused_decode < 0: one sequence's decode steps fused) gives
+ *      each sequence of 4 the greedy tokens of the op-by-op path, alone; its steps ran fused.
  *   In 3 and 4 two runs may part at a step whose top two logits are a tie within the bound
  *   below (random weights make such steps common; the kernels for M = 1 and M = 4 sum in
  *   different orders): the test prints where, and fails on any other difference.
@@ -284,6 +286,40 @@ int main(int argc, char **argv) {
             CHECK(same_until_tie(gg[s], gb[s], gap[s], N_GREEDY, what),
                   "sequence %d: batched decode differs from alone at a step that was no tie",
                   (int)s);
+        }
+        { /* 5. the default context, one sequence at a time */
+            tinfer_context *cd = context(g, 1, tinfer_context_default_params().cuda_fused_decode);
+            CHECK(cd != NULL, "default context");
+            for (int32_t s = 0; s < 4; s++) {
+                tinfer_token gd[N_GREEDY];
+                tinfer_seq_clear(cd, -1);
+                int32_t pos[32], seq[32] = {0};
+                for (int32_t i = 0; i < plen[s]; i++)
+                    pos[i] = i;
+                tinfer_batch b = {plen[s], tok + s, pos, seq, NULL};
+                CHECK(tinfer_decode(cd, &b) == TINFER_OK, "default-context prefill");
+                const float *l = tinfer_get_logits(cd, plen[s] - 1);
+                for (int32_t k = 0; k < N_GREEDY; k++) {
+                    gd[k] = argmax(l, V);
+                    int32_t p = plen[s] + k, q = 0;
+                    tinfer_batch one = {1, &gd[k], &p, &q, NULL};
+                    CHECK(tinfer_decode(cd, &one) == TINFER_OK, "default-context step");
+                    l = tinfer_get_logits(cd, 0);
+                }
+                char what[56];
+                snprintf(what, sizeof what, "sequence %d default context vs op by op", (int)s);
+                CHECK(same_until_tie(gg[s], gd, gap[s], N_GREEDY, what),
+                      "sequence %d: the default context's greedy tokens differ from op by op at "
+                      "a step that was no tie",
+                      (int)s);
+            }
+            tinfer_context_stats sd;
+            CHECK(tinfer_context_get_stats(cd, &sd) == TINFER_OK, "stats");
+            printf("  default context: %lld of %lld steps fused\n", (long long)sd.fused_steps,
+                   (long long)sd.steps);
+            CHECK(sd.fused_steps >= 4 * N_GREEDY, "the default context fused %lld of its %lld "
+                  "one-sequence decode steps", (long long)sd.fused_steps, (long long)sd.steps);
+            tinfer_context_free(cd);
         }
         free(lg);
         free(lc);

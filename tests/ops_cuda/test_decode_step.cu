@@ -289,5 +289,6 @@ void test_decode_step_all(int quick) {
     run_step_case({128, 4, 2, 64, 256, 2, 500}, lens, -1);
     run_step_case({128, 4, 2, 64, 256, 2, 500}, {2}, -1);
     run_step_case({128, 4, 2, 64, 256, 2, 500}, {5, 9, 17}, 2);
+    run_step_case({128, 4, 2, 64, 256, 2, 500}, {3, 300}, -1); /* the 2-token instance */
     if (!quick) run_step_case({256, 2, 1, 128, 512, 2, 1000}, lens, -1);
 }
