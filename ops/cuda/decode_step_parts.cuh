@@ -147,16 +147,22 @@ static __device__ ds_tile tile_of(const ds_args &a, const ds_ring &R, int32_t t)
  * thread 0 (measured: the probe finds them at ~12 GB/s an SM, at times behind the O and down
  * phases). 1: every thread's share as 16-byte cp.async through the block's load units, each
  * thread arriving on the stage's barrier when its copies land (compiled and host-checked, not
- * yet run on a GPU). */
+ * yet run on a GPU; build with CMAKE_CUDA_FLAGS=-DDS_RING_CP_ASYNC=1). */
 #ifndef DS_RING_CP_ASYNC
 #define DS_RING_CP_ASYNC 0
 #endif
 #define DS_RING_ISSUERS (DS_RING_CP_ASYNC ? DS_THREADS : 1) /* arrivals a stage expects */
+#if DS_RING_CP_ASYNC /* every thread issues: no call (its register saves) on every thread's path */
+#define DS_RING_ISSUE_INLINE __forceinline__
+#else /* thread 0 only: one copy of the code, out of line */
+#define DS_RING_ISSUE_INLINE __noinline__
+#endif
 
 /* The issuers (thread 0, or every thread): tile t (if there is one) into stage t mod S. The
  * stage's previous tile, t - S, has been used by every thread of the block (the caller's block
  * barrier says so). */
-static __device__ __noinline__ void ring_issue(const ds_args &a, const ds_ring &R, int32_t t) {
+static __device__ DS_RING_ISSUE_INLINE void ring_issue(const ds_args &a, const ds_ring &R,
+                                                       int32_t t) {
     if (t >= R.n_tiles) return;
     const ds_tile w = tile_of(a, R, t);
     unsigned char *dst = R.st + (size_t)(t % R.S) * R.bytes;
