@@ -160,6 +160,9 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
         dx.alloc((size_t)n * c.E, 0.0f);
         dlg.alloc((size_t)n * c.V, 0.0f);
         dbar.alloc(2, 0u);
+        /* the first launch's epochs run from just under the kernel's wrap threshold past it, so
+         * the second one starts again at 1 over words flagged with the first's */
+        dbar.put(std::vector<uint32_t>{0u, 0xefffffffu});
         tinfer_op_cuda_kv kv = {dk.p, dv.p, n, c.L, N_CTX, c.H, c.HKV, c.D};
         dll.alloc(tinfer_op_cuda_step_ll_words(&m, &kv, n), (uint64_t)0);
         if (way == 0) { /* op by op */
@@ -189,13 +192,22 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
                 break;
             }
             const tinfer_op_cuda_step_bufs b = {dlg.p, dbar.p, dll.p, n};
-            /* twice: the second launch finds the first one's words under older epochs (and
+            /* twice: the second launch finds the first one's words under other epochs (and
              * rewrites the same cache rows with the same bits) */
             for (int rep = 0; rep < 2; rep++)
                 CKT(tinfer_op_cuda_decode_step(&m, &kv, &b, dtok.p, dpos.p, dseq.p, drows.p, n, n,
                                                max_len, NULL, g_stream, &e_));
         }
         CK(cudaStreamSynchronize(g_stream));
+        if (way == 1) { /* the first launch went past the threshold, so the second began at 1
+                         * and leaves 1 + (1 + 5 L) for the next; every block counted, reset */
+            const std::vector<uint32_t> bar = dbar.get();
+            if (bar[0] != 0 || bar[1] != 2u + 5u * (uint32_t)c.L) {
+                printf("  %s: after two launches the done count is %u and the epoch %u\n", label,
+                       bar[0], bar[1]);
+                bad = 1;
+            }
+        }
         bad |= dlg.guards_ok(label) | dx.guards_ok(label) | dqkv.guards_ok(label) |
                datt.guards_ok(label) | dact.guards_ok(label) | dk.guards_ok(label) |
                dv.guards_ok(label);
