@@ -110,6 +110,30 @@ static int32_t argmax(const float *x, int32_t n) {
     return best;
 }
 
+/* Greedy decoding of one sequence alone in context c: the prompt tok[0..plen) in one step, then
+ * N_GREEDY tokens one step each into out (and each step's top-2 gap into gap, when not NULL).
+ * 0, or 1 when a decode call failed (the context says why). */
+static int greedy_alone(tinfer_context *c, const tinfer_token *tok, int32_t plen, int32_t V,
+                        tinfer_token *out, double *gap) {
+    int32_t pos[64], seq[64] = {0};
+    if (plen > 64) return 1;
+    tinfer_seq_clear(c, -1);
+    for (int32_t i = 0; i < plen; i++)
+        pos[i] = i;
+    tinfer_batch b = {plen, tok, pos, seq, NULL};
+    if (tinfer_decode(c, &b) != TINFER_OK) return 1;
+    const float *l = tinfer_get_logits(c, plen - 1);
+    for (int32_t k = 0; k < N_GREEDY; k++) {
+        out[k] = argmax(l, V);
+        if (gap) gap[k] = top2_gap(l, V);
+        int32_t p = plen + k, q = 0;
+        tinfer_batch one = {1, &out[k], &p, &q, NULL};
+        if (tinfer_decode(c, &one) != TINFER_OK) return 1;
+        l = tinfer_get_logits(c, 0);
+    }
+    return 0;
+}
+
 /* Prefill N_PROMPT tokens with every row's logits into out[N_PROMPT][V], then N_DECODE steps
  * (the token fed: tok[N_PROMPT + k]) with their logits after it. */
 static int run(tinfer_context *c, const tinfer_token *tok, int32_t V, float *out) {
@@ -216,37 +240,11 @@ int main(int argc, char **argv) {
         tinfer_token gg[4][N_GREEDY], gb[4][N_GREEDY], gc[N_GREEDY];
         double gap[4][N_GREEDY]; /* the alone runs' top-2 gaps */
         const int32_t plen[4] = {5, 1, 12, 30};
-        for (int32_t s = 0; s < 4; s++) { /* alone, GPU */
-            tinfer_seq_clear(cg, -1);
-            int32_t pos[32], seq[32] = {0};
-            for (int32_t i = 0; i < plen[s]; i++)
-                pos[i] = i;
-            tinfer_batch b = {plen[s], tok + s, pos, seq, NULL};
-            CHECK(tinfer_decode(cg, &b) == TINFER_OK, "greedy prefill");
-            const float *l = tinfer_get_logits(cg, plen[s] - 1);
-            for (int32_t k = 0; k < N_GREEDY; k++) {
-                gg[s][k] = argmax(l, V);
-                gap[s][k] = top2_gap(l, V);
-                int32_t p = plen[s] + k, q = 0;
-                tinfer_batch one = {1, &gg[s][k], &p, &q, NULL};
-                CHECK(tinfer_decode(cg, &one) == TINFER_OK, "greedy step");
-                l = tinfer_get_logits(cg, 0);
-            }
-        }
-        { /* sequence 0 on the CPU */
-            tinfer_seq_clear(cc, -1);
-            int32_t pos[8] = {0, 1, 2, 3, 4}, seq[8] = {0};
-            tinfer_batch b = {plen[0], tok, pos, seq, NULL};
-            CHECK(tinfer_decode(cc, &b) == TINFER_OK, "cpu greedy prefill");
-            const float *l = tinfer_get_logits(cc, plen[0] - 1);
-            for (int32_t k = 0; k < N_GREEDY; k++) {
-                gc[k] = argmax(l, V);
-                int32_t p = plen[0] + k, q = 0;
-                tinfer_batch one = {1, &gc[k], &p, &q, NULL};
-                CHECK(tinfer_decode(cc, &one) == TINFER_OK, "cpu greedy step");
-                l = tinfer_get_logits(cc, 0);
-            }
-        }
+        for (int32_t s = 0; s < 4; s++) /* alone, GPU */
+            CHECK(greedy_alone(cg, tok + s, plen[s], V, gg[s], gap[s]) == 0, "greedy: %s",
+                  tinfer_context_last_error(cg));
+        CHECK(greedy_alone(cc, tok, plen[0], V, gc, NULL) == 0, "cpu greedy: %s", /* sequence 0 */
+              tinfer_context_last_error(cc));
         CHECK(same_until_tie(gc, gg[0], gap[0], N_GREEDY, "greedy GPU vs CPU"),
               "greedy tokens differ between GPU and CPU at a step that was no tie");
         { /* the 4 sequences together: prompts in one step, then M = 4 per step */
@@ -290,22 +288,10 @@ int main(int argc, char **argv) {
         { /* 5. the default context, one sequence at a time */
             tinfer_context *cd = context(g, 1, tinfer_context_default_params().cuda_fused_decode);
             CHECK(cd != NULL, "default context");
-            for (int32_t s = 0; s < 4; s++) {
+            for (int32_t s = 0; cd && s < 4; s++) {
                 tinfer_token gd[N_GREEDY];
-                tinfer_seq_clear(cd, -1);
-                int32_t pos[32], seq[32] = {0};
-                for (int32_t i = 0; i < plen[s]; i++)
-                    pos[i] = i;
-                tinfer_batch b = {plen[s], tok + s, pos, seq, NULL};
-                CHECK(tinfer_decode(cd, &b) == TINFER_OK, "default-context prefill");
-                const float *l = tinfer_get_logits(cd, plen[s] - 1);
-                for (int32_t k = 0; k < N_GREEDY; k++) {
-                    gd[k] = argmax(l, V);
-                    int32_t p = plen[s] + k, q = 0;
-                    tinfer_batch one = {1, &gd[k], &p, &q, NULL};
-                    CHECK(tinfer_decode(cd, &one) == TINFER_OK, "default-context step");
-                    l = tinfer_get_logits(cd, 0);
-                }
+                CHECK(greedy_alone(cd, tok + s, plen[s], V, gd, NULL) == 0,
+                      "default-context greedy: %s", tinfer_context_last_error(cd));
                 char what[56];
                 snprintf(what, sizeof what, "sequence %d default context vs op by op", (int)s);
                 CHECK(same_until_tie(gg[s], gd, gap[s], N_GREEDY, what),
@@ -313,8 +299,8 @@ int main(int argc, char **argv) {
                       "a step that was no tie",
                       (int)s);
             }
-            tinfer_context_stats sd;
-            CHECK(tinfer_context_get_stats(cd, &sd) == TINFER_OK, "stats");
+            tinfer_context_stats sd = {0};
+            CHECK(cd && tinfer_context_get_stats(cd, &sd) == TINFER_OK, "stats");
             printf("  default context: %lld of %lld steps fused\n", (long long)sd.fused_steps,
                    (long long)sd.steps);
             CHECK(sd.fused_steps >= 4 * N_GREEDY, "the default context fused %lld of its %lld "
