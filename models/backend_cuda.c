@@ -348,9 +348,9 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
                                 cfg->n_head,
                                 cfg->n_head_kv,
                                 cfg->head_dim};
-    if (c->fused != 0) { /* the fused step's flagged words, for its most tokens */
-        const size_t ll = tinfer_op_cuda_step_ll_words(&m->step, &c->kv, TINFER_OP_CUDA_STEP_MAX_B) *
-                          sizeof(uint64_t);
+    if (c->fused != 0) { /* the fused step's flagged words for its most tokens, then amax */
+        const size_t words = tinfer_op_cuda_step_ll_words(&m->step, &c->kv, TINFER_OP_CUDA_STEP_MAX_B);
+        const size_t ll = (words + TINFER_OP_CUDA_STEP_MAX_B) * sizeof(uint64_t);
         if (cudaMalloc((void **)&c->ll, ll) != cudaSuccess ||
             cudaMemset(c->ll, 0, ll) != cudaSuccess) {
             cudaGetLastError();
@@ -358,6 +358,7 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
                                 "cuda backend: %zu device bytes for the fused decode step", ll);
             goto fail;
         }
+        c->amax = c->ll + words;
     }
     *ctx_state = c;
     return TINFER_OK;

@@ -98,6 +98,7 @@ typedef struct cuda_ctx {
     int32_t fused;   /* tinfer_context_params.cuda_fused_decode: 1, 0, < 0 auto */
     uint32_t *bar;   /* device, 2 words: the fused kernel's count of blocks done and epoch */
     uint64_t *ll;    /* device: its flagged words (tinfer_op_cuda_step_ll_words) */
+    uint64_t *amax;  /* device [TINFER_OP_CUDA_STEP_MAX_B], after them: its greedy picks */
     int64_t n_fused; /* steps run fused (tinfer_context_stats) */
 } cuda_ctx;
 

@@ -210,15 +210,14 @@ static bool fused_ok(const cuda_ctx *c) {
 
 static tinfer_status run_fused_step(cuda_ctx *c) {
     const tinfer_cuda_ctx_plan *p = &c->plan;
-    const tinfer_op_cuda_step_bufs b = {c->logits, c->bar, c->ll, TINFER_OP_CUDA_STEP_MAX_B};
+    /* the kernel writes the logits and, gathered across its blocks, their argmax */
+    const tinfer_op_cuda_step_bufs b = {c->logits, c->bar,  c->ll, TINFER_OP_CUDA_STEP_MAX_B,
+                                        c->amax,   (int32_t *)(c->mem + p->ids)};
     tinfer_status rc = tinfer_op_cuda_decode_step(
         &c->m->step, &c->kv, &b, meta_dev(c, p->m_tok), meta_dev(c, p->m_pos),
         meta_dev(c, p->m_seq), meta_dev(c, p->m_out), c->bp->n, c->bp->n_out, c->max_dec_len,
         NULL, c->stream, &c->err);
-    if (rc == TINFER_OK && c->bp->n_out > 0)
-        rc = tinfer_op_cuda_argmax((int32_t *)(c->mem + p->ids), c->logits, c->bp->n_out,
-                                   c->m->cfg->n_vocab, c->m->cfg->n_vocab, c->stream, &c->err);
-    c->last_kernels = c->bp->n_out > 0 ? 2 : 1;
+    c->last_kernels = 1;
     if (rc == TINFER_OK) c->n_fused++;
     return rc;
 }

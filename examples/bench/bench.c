@@ -232,7 +232,7 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
                            (double)(st1.steps - st0.steps);
         }
         if (r->fused_pct > 50.0) /* what ran: the fused step, not the op-by-op GEMM routes */
-            snprintf(r->route, sizeof r->route, "fused decode step (1 kernel + argmax)");
+            snprintf(r->route, sizeof r->route, "fused decode step (1 kernel, argmax in it)");
     }
     double sum = 0, sq = 0;
     for (int k = 0; k < reps; k++)

@@ -8,20 +8,21 @@
  * arrive ahead of time through shared memory) and no phase waits for a grid barrier (each waits
  * for exactly the values it reads, which carry the phase that wrote them).
  *
- * Grid: one block of DS_THREADS per SM, launched cooperatively (every block resident: blocks
- * wait for each other's values). Block b of G owns output rows [N b / G, N (b + 1) / G) of every
- * matrix.
+ * Grid: one block per SM, launched cooperatively (every block resident: blocks wait for each
+ * other's values), of DS_THREADS compute threads and one producer warp. Block b of G owns output
+ * rows [N b / G, N (b + 1) / G) of every matrix.
  *   weight ring   the block's slices of the weight matrices, in the order the step uses them
  *                 (layer 0's attn_norm + QKV rows, O rows, ffn_norm + gate/up rows, down rows,
- *                 layer 1's ..., then out_norm), are "tiles" streamed by the copy engine
- *                 (cp.async.bulk, contiguous pieces; DS_RING_CP_ASYNC in the parts) into a ring of S
- *                 stages of shared memory,
- *                 each with an mbarrier that counts its bytes; tile t + S is issued as soon as
- *                 tile t has been used, so the DRAM stream runs a layer or more ahead of the
- *                 compute. The layer table is copied to shared memory first, so issuing a tile
- *                 reads nothing from global memory. The LM head, read once and the largest
- *                 matrix, is not staged: each warp reads 4 rows at a time with every 16-byte
- *                 load in flight together.
+ *                 layer 1's ..., then out_norm), are "tiles" that the producer warp copies
+ *                 (cp.async, 16 bytes a lane) into a ring of S stages of shared memory, each
+ *                 with a "full" mbarrier (the producer's copies landed) and an "empty" one (the
+ *                 compute warps are done with it); tile t + S goes out as soon as tile t is
+ *                 released, so the DRAM stream runs a layer or more ahead of the compute and
+ *                 no compute warp ever issues a copy. The layer table is copied to shared
+ *                 memory first, so issuing a tile reads nothing from global memory. The LM
+ *                 head, read once and the largest matrix, is not staged: each warp reads 4 rows
+ *                 at a time with every 16-byte load in flight together (streaming it through
+ *                 the ring instead measured 5% slower for the LM head).
  *   flagged words every value one phase hands to another (the residual stream x, qkv, the
  *                 attention output, the SwiGLU output) is a 64-bit word: the value's 32 bits and
  *                 the 32-bit epoch of the phase that wrote it, stored and loaded whole (single-
@@ -61,8 +62,8 @@
 
 /* ---- the kernel ---- */
 
-template <int D, int NB> /* NB: the most tokens this instance serves (1, 2, 4 or 8) */
-static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_args a) {
+template <int D, int NB> /* NB: the most tokens this instance serves (1 or 8) */
+static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args a) {
     extern __shared__ __align__(128) unsigned char ds_smem[];
     const tinfer_op_cuda_step_model &m = a.m;
     const tinfer_op_cuda_kv &kv = a.kv;
@@ -86,8 +87,10 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
     R.S = a.n_stages;
     R.bytes = a.stage_bytes;
     R.full = (uint64_t *)(ds_smem + (size_t)R.S * R.bytes);
+    R.empty = R.full + DS_MAX_STAGES;
     R.n_tiles = 4 * NL + (a.n_out > 0 ? 1 : 0);
-    uint16_t *xs = (uint16_t *)(R.full + DS_MAX_STAGES);                   /* [B][KX] */
+    uint64_t *am = R.empty + DS_MAX_STAGES;                                /* [W][MAX_B] */
+    uint16_t *xs = (uint16_t *)(am + DS_WARPS * DS_MAX_B);                 /* [B][KX] */
     float *cs = (float *)(xs + (size_t)DS_MAX_B * KX);                     /* [B][D/2] */
     float *sn = cs + DS_MAX_B * (D / 2);                                   /* [B][D/2] */
     float *red = sn + DS_MAX_B * (D / 2);                                  /* [(W + 1) * MAX_B] */
@@ -97,19 +100,21 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
     R.layers = Ls;
     R.q0 = q0, R.q1 = q1, R.e0 = e0, R.e1 = e1, R.f0 = f0, R.f1 = f1;
 
-    /* the layer table, then the ring: its first S tiles go out before anything else */
-    for (int32_t i = tid; i < NL * (int32_t)(sizeof *Ls / 8); i += DS_THREADS)
+    /* the layer table and the ring's barriers; then the producer warp streams the tiles */
+    for (int32_t i = tid; i < NL * (int32_t)(sizeof *Ls / 8); i += DS_BLOCK)
         ((uint64_t *)Ls)[i] = ((const uint64_t *)m.layers)[i];
-    __syncthreads();
     if (tid == 0) {
-        for (int32_t s = 0; s < R.S; s++)
+        for (int32_t s = 0; s < R.S; s++) {
             mbar_init(&R.full[s], DS_RING_ISSUERS);
+            mbar_init(&R.empty[s], DS_THREADS);
+        }
         mbar_init_fence();
     }
-    __syncthreads();
-    if (DS_RING_CP_ASYNC || tid == 0)
-        for (int32_t t = 0; t < R.S; t++)
-            ring_issue(a, R, t);
+    __syncthreads(); /* the whole block (the producer warp included), the last time */
+    if (warp == DS_WARPS) {
+        ring_produce(a, R, lane);
+        return;
+    }
     trace_at(a, 0, DS_T_WEIGHTS);
     trace_at(a, 0, DS_T_INPUTS);
     /* 0. x_a = embed(tok), the block's own rows (kept in xo too); the RoPE table of each token's
@@ -125,7 +130,7 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
         const int32_t j = i / (D / 2), p = a.pos[j];
         rope_table(p, m.inv_freq, D / 2, cs + j * (D / 2), sn + j * (D / 2), i % (D / 2), D / 2);
     }
-    __syncthreads(); /* the ring's barriers initialised; xo, cs, sn complete */
+    ds_sync(); /* xo, cs, sn complete */
     trace_at(a, 0, DS_T_COMPUTED);
     trace_at(a, 0, DS_T_DONE);
 
@@ -142,9 +147,9 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
         gemv_tile<DS_LL_BF16, NB>(xs, KX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL, ll.qkv, QKV,
                                   ep(l, 0), warp, lane);
         prefetch_kv(a, l);
-        __syncthreads(); /* stage t used */
+        ds_sync(); /* stage t used */
         trace_at(a, k, DS_T_COMPUTED);
-        if (DS_RING_CP_ASYNC || tid == 0) ring_issue(a, R, t + R.S);
+        ring_release(R, t);
         trace_at(a, k, DS_T_DONE);
         /* B. RoPE, the KV row, attention of every (token, head)           att [B, Q] */
         trace_at(a, k + 1, DS_T_WEIGHTS);
@@ -160,9 +165,9 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
         trace_at(a, k + 2, DS_T_WEIGHTS);
         gemv_tile<DS_LL_RESIDUAL, NB>(xs, KX, B, W, RE, Q, e0, L.bo, xo, ll.xb, E, ep(l, 2), warp,
                                       lane);
-        __syncthreads();
+        ds_sync();
         trace_at(a, k + 2, DS_T_COMPUTED);
-        if (DS_RING_CP_ASYNC || tid == 0) ring_issue(a, R, t + 1 + R.S);
+        ring_release(R, t + 1);
         trace_at(a, k + 2, DS_T_DONE);
         /* D. xb = rmsnorm(x_b) · ffn_norm; act = silu(xb · Wg^T) * (xb · Wu^T)   act [B, F] */
         W = ring_wait(R, t + 2); /* ffn_norm, then the gate and up rows */
@@ -170,9 +175,9 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
         stage_norm<NB>(xs, KX, ll.xb, ep(l, 2), W, NULL, B, E, m.eps, red);
         trace_at(a, k + 3, DS_T_INPUTS);
         swiglu_tile<NB>(xs, KX, B, W + E, f1 - f0, E, f0, ll.act, F, ep(l, 3), warp, lane);
-        __syncthreads();
+        ds_sync();
         trace_at(a, k + 3, DS_T_COMPUTED);
-        if (DS_RING_CP_ASYNC || tid == 0) ring_issue(a, R, t + 2 + R.S);
+        ring_release(R, t + 2);
         trace_at(a, k + 3, DS_T_DONE);
         /* E. x_a = x_b + act · Wdown^T                                    x [B, E] */
         stage_copy(xs, KX, ll.act, ep(l, 3), F, B);
@@ -181,9 +186,9 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
         trace_at(a, k + 4, DS_T_WEIGHTS);
         gemv_tile<DS_LL_RESIDUAL, NB>(xs, KX, B, W, RE, F, e0, NULL, xo, ll.xa, E, ep(l, 4), warp,
                                       lane);
-        __syncthreads();
+        ds_sync();
         trace_at(a, k + 4, DS_T_COMPUTED);
-        if (DS_RING_CP_ASYNC || tid == 0) ring_issue(a, R, t + 3 + R.S);
+        ring_release(R, t + 3);
         trace_at(a, k + 4, DS_T_DONE);
     }
     /* the rows that want logits: final rmsnorm, LM head                  logits [n_out, V] */
@@ -193,17 +198,32 @@ static __global__ void __launch_bounds__(DS_THREADS, 1) decode_step_kernel(ds_ar
         trace_at(a, kh, DS_T_WEIGHTS);
         stage_norm<NB>(xs, KX, ll.xa, ep(NL - 1, 4), W, a.out_rows, a.n_out, E, m.eps, red);
         trace_at(a, kh, DS_T_INPUTS);
-        lm_head_rows<NB>(xs, KX, a.n_out, m.lm_head, v0, v1, E, a.b.logits, V, warp, lane);
+        lm_head_rows<NB>(xs, KX, a.n_out, m.lm_head, v0, v1, E, a.b.logits, V, am, warp, lane);
+        ds_sync();
+        if (a.b.ids && tid < a.n_out) { /* the block's pick for token tid, into the grid's */
+            uint64_t best = 0;
+            for (int wi = 0; wi < DS_WARPS; wi++)
+                best = max(best, am[wi * DS_MAX_B + tid]);
+            if (best) atomicMax((unsigned long long *)&a.b.amax[tid], (unsigned long long)best);
+            __threadfence(); /* before this block counts itself done, below */
+        }
     } else {
         trace_at(a, kh, DS_T_WEIGHTS);
         trace_at(a, kh, DS_T_INPUTS);
     }
-    __syncthreads();
+    ds_sync();
     trace_at(a, kh, DS_T_COMPUTED);
     trace_at(a, kh, DS_T_DONE);
     /* the last block to finish moves the epoch on for the next launch (every block read this
-     * one's at its start, before any block could finish) */
+     * one's at its start, before any block could finish) and hands out the greedy picks,
+     * leaving amax zero for the next launch */
     if (tid == 0 && atomicAdd(&a.b.bar[0], 1u) == (uint32_t)G - 1) {
+        __threadfence();
+        if (a.b.ids)
+            for (int32_t j = 0; j < a.n_out; j++) {
+                const uint64_t k = atomicExch((unsigned long long *)&a.b.amax[j], 0ull);
+                a.b.ids[j] = k ? (int32_t)(0xffffffffu - (uint32_t)k) : 0;
+            }
         const uint32_t next = ep(NL - 1, 4) + 1u;
         a.b.bar[0] = 0;                              /* every block has counted */
         a.b.bar[1] = next > 0xf0000000u ? 1u : next; /* far from wrapping onto old flags */
@@ -235,7 +255,7 @@ static bool ds_plan_for(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda
     tile = (tile * 2 + 127) / 128 * 128; /* bytes, stages 128-byte aligned */
     int64_t KX = std::max(E, std::max(Q, F));
     const size_t att = D == 64 ? sizeof(ds_att_smem<64>) : sizeof(ds_att_smem<128>);
-    const size_t rest = DS_MAX_STAGES * 8 + (size_t)DS_MAX_B * (size_t)KX * 2 +
+    const size_t rest = DS_MAX_STAGES * 16 + DS_WARPS * DS_MAX_B * 8 + (size_t)DS_MAX_B * (size_t)KX * 2 +
                         2 * (size_t)DS_MAX_B * (size_t)(D / 2) * 4 +
                         (size_t)(DS_WARPS + 1) * DS_MAX_B * 4 + (size_t)xr * 4 +
                         (size_t)m->n_layer * sizeof(tinfer_op_cuda_step_layer) + att + 16;
@@ -286,7 +306,7 @@ static tinfer_status ds_launch(const ds_args &a, int32_t grid, size_t smem, cuda
     }
     void *args[] = {(void *)&a};
     e = cudaLaunchCooperativeKernel((const void *)decode_step_kernel<D, NB>, dim3(grid),
-                                    dim3(DS_THREADS), args, smem, stream);
+                                    dim3(DS_BLOCK), args, smem, stream);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return tinfer_err_set(err, TINFER_ERR_CUDA, "kernel decode_step failed at %s:%d: %s",
@@ -295,14 +315,13 @@ static tinfer_status ds_launch(const ds_args &a, int32_t grid, size_t smem, cuda
     return TINFER_OK;
 }
 
-/* The instance for n tokens: the smallest NB of 1, 2, 4, 8 that holds them (the token loops
- * unrolled NB times, no more: every phase's code stays small). */
+/* The instance for n tokens: NB 1 for one (the greedy decode of a single stream, the case the
+ * fused step is for), else NB 8 (its token loops skip the tokens past n). Two instances a head
+ * size, each with every phase inlined, keep the kernel's code within reason. */
 template <int D>
 static tinfer_status ds_launch_n(const ds_args &a, int32_t grid, size_t smem, cudaStream_t stream,
                                  tinfer_err *err) {
     if (a.n <= 1) return ds_launch<D, 1>(a, grid, smem, stream, err);
-    if (a.n <= 2) return ds_launch<D, 2>(a, grid, smem, stream, err);
-    if (a.n <= 4) return ds_launch<D, 4>(a, grid, smem, stream, err);
     return ds_launch<D, 8>(a, grid, smem, stream, err);
 }
 
@@ -318,6 +337,7 @@ extern "C" tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_mo
                  "decode_step", "NULL argument");
     TOPS_REQUIRE(err, b->bar && b->ll && (n_out == 0 || b->logits), "decode_step",
                  "NULL buffer");
+    TOPS_REQUIRE(err, !b->amax == !b->ids, "decode_step", "amax and ids: both or neither");
     TOPS_REQUIRE(err, n >= 1 && n <= DS_MAX_B, "decode_step", "n %d outside [1, %d]", n,
                  DS_MAX_B);
     TOPS_REQUIRE(err, n <= b->n_max, "decode_step", "n %d over the buffers' %d", n, b->n_max);

@@ -14,13 +14,15 @@
 #include "ops/cuda/ops_cuda_util.cuh"
 #include "ops/cuda/rope_cuda.cuh"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 
 using namespace tops; /* the ops' device helpers (ops_cuda_util.cuh, rope_cuda.cuh) */
 
-#define DS_THREADS 256
+#define DS_THREADS 256 /* the compute threads: DS_WARPS warps */
 #define DS_WARPS (DS_THREADS / 32)
+#define DS_BLOCK (DS_THREADS + 32) /* and the producer warp (the weight ring's), the last */
 #define DS_MAX_B TINFER_OP_CUDA_STEP_MAX_B
 #define DS_MAX_KEYS TINFER_OP_CUDA_STEP_MAX_KEYS
 #define DS_MAX_STAGES 6 /* weight ring stages at most */
@@ -50,6 +52,11 @@ struct ds_args {
     int32_t n_stages;     /* S */
     int32_t xr_floats;    /* the staged residual rows' shared memory (ds_plan) */
 };
+
+/* The phases' functions are inlined into the kernel: as out-of-line calls (one copy each, a
+ * kernel a third the size) they saved and restored registers through local memory around every
+ * call, and the step took 20% longer (measured: 402 against 335 us on an H100). */
+#define DS_PHASE __forceinline__
 
 /* ---- device helpers ---- */
 
@@ -84,10 +91,35 @@ static __device__ __forceinline__ uint32_t ll_settle(const uint64_t *p, uint64_t
     return (uint32_t)w;
 }
 
+/* Polls the words w[u] (loaded from p + o[u], where on[u]) until every one carries epoch ep:
+ * each pass reloads every stale word at once, one L2 round trip a pass for all of them
+ * (measured: a step 7% shorter than settling one word after another). */
+template <int N>
+static __device__ __forceinline__ void ll_settle_n(const uint64_t *p, const int64_t (&o)[N],
+                                                   const bool (&on)[N], uint64_t (&w)[N],
+                                                   uint32_t ep) {
+    for (uint32_t spins = 0;; spins++) {
+        bool stale = false;
+#pragma unroll
+        for (int u = 0; u < N; u++)
+            if (on[u] && (uint32_t)(w[u] >> 32) != ep) {
+                stale = true;
+                w[u] = ll_load(p + o[u]);
+            }
+        if (!stale) return;
+        if (spins > DS_SPIN_LIMIT) __trap();
+    }
+}
+
+/* The compute warps' block barrier (named barrier 1: the producer warp is not in it). */
+static __device__ __forceinline__ void ds_sync(void) {
+    asm volatile("bar.sync 1, %0;" ::"n"(DS_THREADS) : "memory");
+}
+
 /* Phase-progress trace (probe-decode-step): the block's time (thread 0, after a block barrier
  * where one closes the step) at point `which` of phase k: DS_T_WEIGHTS its weight tile had
  * landed, DS_T_INPUTS its inputs were staged, DS_T_COMPUTED every warp had written its outputs,
- * DS_T_DONE the phase's bookkeeping (the next tile's issue) was over. */
+ * DS_T_DONE the phase's bookkeeping (the stage's release) was over. */
 enum { DS_T_WEIGHTS, DS_T_INPUTS, DS_T_COMPUTED, DS_T_DONE, DS_T_POINTS };
 static __device__ __forceinline__ void trace_at(const ds_args &a, int32_t k, int which) {
     if (a.trace && threadIdx.x == 0)
@@ -99,6 +131,7 @@ static __device__ __forceinline__ void trace_at(const ds_args &a, int32_t k, int
 struct ds_ring {
     unsigned char *st; /* S stages of `bytes` each */
     uint64_t *full;    /* [S]: a stage's bytes have landed */
+    uint64_t *empty;   /* [S]: the compute warps are done with a stage */
     const tinfer_op_cuda_step_layer *layers; /* the layer table, copied to shared memory */
     int32_t S, n_tiles;
     uint32_t bytes;
@@ -143,54 +176,44 @@ static __device__ ds_tile tile_of(const ds_args &a, const ds_ring &R, int32_t t)
     return w;
 }
 
-/* How the ring's tiles travel. 0: the copy engine's one-dimensional bulk copies, issued by
- * thread 0 (measured: the probe finds them at ~12 GB/s an SM, at times behind the O and down
- * phases). 1: every thread's share as 16-byte cp.async through the block's load units, each
- * thread arriving on the stage's barrier when its copies land (compiled and host-checked, not
- * yet run on a GPU; build with CMAKE_CUDA_FLAGS=-DDS_RING_CP_ASYNC=1). */
-#ifndef DS_RING_CP_ASYNC
-#define DS_RING_CP_ASYNC 0
-#endif
-#define DS_RING_ISSUERS (DS_RING_CP_ASYNC ? DS_THREADS : 1) /* arrivals a stage expects */
-#if DS_RING_CP_ASYNC /* every thread issues: no call (its register saves) on every thread's path */
-#define DS_RING_ISSUE_INLINE __forceinline__
-#else /* thread 0 only: one copy of the code, out of line */
-#define DS_RING_ISSUE_INLINE __noinline__
-#endif
-
-/* The issuers (thread 0, or every thread): tile t (if there is one) into stage t mod S. The
- * stage's previous tile, t - S, has been used by every thread of the block (the caller's block
- * barrier says so). */
-static __device__ DS_RING_ISSUE_INLINE void ring_issue(const ds_args &a, const ds_ring &R,
-                                                       int32_t t) {
-    if (t >= R.n_tiles) return;
-    const ds_tile w = tile_of(a, R, t);
-    unsigned char *dst = R.st + (size_t)(t % R.S) * R.bytes;
-#if DS_RING_CP_ASYNC
+/* The producer warp (lane `lane`): every tile in order, tile t into stage t mod S once the
+ * compute warps have released the stage's previous tile, t - S, each lane copying every 32nd
+ * 16 bytes with cp.async and arriving on the stage's "full" barrier (count 32) when its copies
+ * land (cp.async.mbarrier.arrive). It runs up to S tiles (about a layer and a half) ahead and
+ * waits for nothing else, so no compute warp spends time issuing copies or stalls behind a full
+ * copy queue (measured: with the compute warps issuing, 0.3-1.1 us a phase went to it; thread 0
+ * issuing the copy engine's bulk copies from the producer warp instead gave a step 3-5% longer;
+ * cp.async.wait_group 1 and a plain arrive instead of the asynchronous arrival, 1.5% longer). */
+#define DS_RING_ISSUERS 32 /* arrivals a stage expects */
+static __device__ __forceinline__ void ring_produce(const ds_args &a, const ds_ring &R, int lane) {
+    for (int32_t t = 0; t < R.n_tiles; t++) {
+        const int32_t s = t % R.S;
+        if (t >= R.S) mbar_wait(R.empty + s, (uint32_t)(t / R.S - 1) & 1u);
+        const ds_tile w = tile_of(a, R, t);
+        unsigned char *dst = R.st + (size_t)s * R.bytes;
 #pragma unroll
-    for (int i = 0; i < 3; i++) {
-        const unsigned char *src = (const unsigned char *)w.src[i];
-        for (uint32_t o = threadIdx.x * 16u; o < w.bytes[i]; o += DS_THREADS * 16u)
-            cp_async16_cg(dst + o, src + o);
-        dst += w.bytes[i];
-    }
-    cp_async_arrive(R.full + t % R.S);
-#else
-    uint64_t *bar = R.full + t % R.S;
-    mbar_expect_tx(bar, w.bytes[0] + w.bytes[1] + w.bytes[2]); /* 0: completes at once */
-#pragma unroll
-    for (int i = 0; i < 3; i++)
-        if (w.bytes[i]) {
-            bulk_g2s(dst, w.src[i], w.bytes[i], bar);
+        for (int i = 0; i < 3; i++) {
+            const unsigned char *src = (const unsigned char *)w.src[i];
+            for (uint32_t o = (uint32_t)lane * 16u; o < w.bytes[i]; o += 32u * 16u)
+                cp_async16_cg(dst + o, src + o);
             dst += w.bytes[i];
         }
-#endif
+        cp_async_arrive(R.full + s);
+    }
 }
 
-/* Every thread: wait for tile t; its rows in shared memory. */
+/* Every compute thread: wait for tile t; its rows in shared memory. */
 static __device__ __forceinline__ const uint16_t *ring_wait(const ds_ring &R, int32_t t) {
     mbar_wait(R.full + t % R.S, (uint32_t)(t / R.S) & 1u);
     return (const uint16_t *)(R.st + (size_t)(t % R.S) * R.bytes);
+}
+
+/* Every compute thread, done with tile t: its stage may be refilled once all have said so (the
+ * "empty" barrier counts DS_THREADS). One thread arriving after the block barrier would do as
+ * well, but compute-sanitizer's racecheck does not follow a barrier into another thread's
+ * arrival and flags every stage; each thread arriving for itself costs nothing measurable. */
+static __device__ __forceinline__ void ring_release(const ds_ring &R, int32_t t) {
+    mbar_arrive(R.empty + t % R.S);
 }
 
 /* Ask L2 for the cache rows 0..p-1 of the KV head of each attention item this block will take
@@ -238,7 +261,7 @@ static __device__ __forceinline__ float dot8(const float w[8], const uint4 x) {
  * is loaded at once, kept in registers between the sum of squares and the scaling. */
 #define NORM_PER_THREAD 4
 template <int NB>
-static __device__ __noinline__ void stage_norm(uint16_t *xs, int32_t ldxs, const uint64_t *x, uint32_t ep,
+static __device__ DS_PHASE void stage_norm(uint16_t *xs, int32_t ldxs, const uint64_t *x, uint32_t ep,
                                   const uint16_t *w, const int32_t *map, int32_t rows, int32_t E,
                                   float eps, float *red) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -249,38 +272,39 @@ static __device__ __noinline__ void stage_norm(uint16_t *xs, int32_t ldxs, const
         gv[t] = e < E ? bf16_to_f32(w[e]) : 0.0f;
     }
     /* up to four tokens' words in flight at a time (registers: 4 x NORM_PER_THREAD words) */
-    constexpr int J4 = NB < 4 ? NB : 4;
+    constexpr int J4 = NB < 4 ? NB : 4, NW = J4 * NORM_PER_THREAD;
 #pragma unroll
     for (int j0 = 0; j0 < NB; j0 += J4) {
         if (j0 >= rows) break;
-        uint64_t wv[J4][NORM_PER_THREAD];
+        uint64_t wv[NW];
+        int64_t o[NW];
+        bool on[NW];
 #pragma unroll
-        for (int jj = 0; jj < J4; jj++) {
-            if (j0 + jj >= rows) break;
-            const uint64_t *xr = x + (int64_t)(map ? map[j0 + jj] : j0 + jj) * E;
+        for (int jj = 0; jj < J4; jj++)
 #pragma unroll
             for (int t = 0; t < NORM_PER_THREAD; t++) {
-                const int32_t e = tid + t * DS_THREADS;
-                if (e < E) wv[jj][t] = ll_load(xr + e);
+                const int32_t e = tid + t * DS_THREADS, u = jj * NORM_PER_THREAD + t;
+                on[u] = j0 + jj < rows && e < E;
+                o[u] = on[u] ? (int64_t)(map ? map[j0 + jj] : j0 + jj) * E + e : 0;
+                wv[u] = on[u] ? ll_load(x + o[u]) : 0;
             }
-        }
+        ll_settle_n(x, o, on, wv, ep);
 #pragma unroll
         for (int jj = 0; jj < J4; jj++) {
             const int j = j0 + jj;
             if (j >= rows) break;
-            const uint64_t *xr = x + (int64_t)(map ? map[j] : j) * E;
             float ss = 0.0f;
 #pragma unroll
             for (int t = 0; t < NORM_PER_THREAD; t++) {
-                const int32_t e = tid + t * DS_THREADS;
-                xv[j][t] = e < E ? __uint_as_float(ll_settle(xr + e, wv[jj][t], ep)) : 0.0f;
+                const int u = jj * NORM_PER_THREAD + t;
+                xv[j][t] = on[u] ? __uint_as_float((uint32_t)wv[u]) : 0.0f;
                 ss += xv[j][t] * xv[j][t];
             }
             ss = warp_sum(ss);
             if (lane == 0) red[warp * DS_MAX_B + j] = ss;
         }
     }
-    __syncthreads();
+    ds_sync();
 #pragma unroll
     for (int j = 0; j < NB; j++) {
         if (j >= rows) break;
@@ -295,33 +319,36 @@ static __device__ __noinline__ void stage_norm(uint16_t *xs, int32_t ldxs, const
                 xs[(int64_t)j * ldxs + e] = (uint16_t)f32_to_bf16(__fmul_rn(xv[j][u], rs) * gv[u]);
         }
     }
-    __syncthreads(); /* xs complete; red free again */
+    ds_sync(); /* xs complete; red free again */
 }
 
 /* xs[j][0:K] = src[j][0:K] (BF16 flagged words of epoch ep) for j < rows, DS_BATCH words a
  * thread in flight; K >= DS_THREADS (tinfer_op_cuda_step_ok), so a step of DS_THREADS elements
  * crosses at most one row end. */
-static __device__ __noinline__ void stage_copy(uint16_t *xs, int32_t ldxs, const uint64_t *src,
+static __device__ DS_PHASE void stage_copy(uint16_t *xs, int32_t ldxs, const uint64_t *src,
                                               uint32_t ep, int32_t K, int32_t rows) {
     const int tid = threadIdx.x;
     const int32_t total = rows * K;
     int32_t j = 0, k = tid; /* element i0 = j * K + k of this thread's batch */
     for (int32_t i0 = tid; i0 < total; i0 += DS_BATCH * DS_THREADS) {
         uint64_t w[DS_BATCH];
-        int32_t jj = j, kk = k;
+        int64_t o[DS_BATCH];
+        int32_t d[DS_BATCH]; /* its place in xs */
+        bool on[DS_BATCH];
 #pragma unroll
         for (int u = 0; u < DS_BATCH; u++) { /* element i0 + u * DS_THREADS */
-            if (i0 + u * DS_THREADS < total) w[u] = ll_load(src + (int64_t)jj * K + kk);
-            if ((kk += DS_THREADS) >= K) kk -= K, jj++;
-        }
-#pragma unroll
-        for (int u = 0; u < DS_BATCH; u++) {
-            if (i0 + u * DS_THREADS < total)
-                xs[(int64_t)j * ldxs + k] = (uint16_t)ll_settle(src + (int64_t)j * K + k, w[u], ep);
+            on[u] = i0 + u * DS_THREADS < total;
+            o[u] = (int64_t)j * K + k;
+            d[u] = j * ldxs + k;
+            w[u] = on[u] ? ll_load(src + o[u]) : 0;
             if ((k += DS_THREADS) >= K) k -= K, j++;
         }
+        ll_settle_n(src, o, on, w, ep);
+#pragma unroll
+        for (int u = 0; u < DS_BATCH; u++)
+            if (on[u]) xs[d[u]] = (uint16_t)w[u];
     }
-    __syncthreads();
+    ds_sync();
 }
 
 /* ---- GEMV phases: the block's rows of a ring stage against the staged tokens ---- */
@@ -336,7 +363,7 @@ enum ds_out {
 /* Y[j][n0 + r] (epilogue OUT) = xs[j] · Wt[r] (+ bias[n0 + r]) for j < rows, r < R: the block's
  * R rows of K in shared memory (a ring stage), one row per warp at a time. */
 template <int OUT, int NB>
-static __device__ __noinline__ void gemv_tile(const uint16_t *xs, int32_t ldxs, int32_t rows,
+static __device__ DS_PHASE void gemv_tile(const uint16_t *xs, int32_t ldxs, int32_t rows,
                                  const uint16_t *Wt, int32_t R, int32_t K, int32_t n0,
                                  const uint16_t *bias, float *xo, void *Y, int64_t ldy,
                                  uint32_t ep, int warp, int lane) {
@@ -376,7 +403,7 @@ static __device__ __noinline__ void gemv_tile(const uint16_t *xs, int32_t ldxs, 
 /* act[j][f0 + f] = BF16(silu(g) * u), g = xs[j] · Wt[f], u = xs[j] · Wt[Rf + f], f < Rf: the
  * block's gate rows, then its up rows, in shared memory; flagged words of epoch ep. */
 template <int NB>
-static __device__ __noinline__ void swiglu_tile(const uint16_t *xs, int32_t ldxs, int32_t rows,
+static __device__ DS_PHASE void swiglu_tile(const uint16_t *xs, int32_t ldxs, int32_t rows,
                                    const uint16_t *Wt, int32_t Rf, int32_t K, int32_t f0,
                                    uint64_t *act, int32_t F, uint32_t ep, int warp, int lane) {
     for (int32_t f = warp; f < Rf; f += DS_WARPS) {
@@ -408,10 +435,23 @@ static __device__ __noinline__ void swiglu_tile(const uint16_t *xs, int32_t ldxs
     }
 }
 
-/* logits[j][n] = xs[j] · lm_head[n] for j < rows, n in [v0, v1): the LM head is read once a
- * step and is the largest matrix, so it is not staged: each warp takes 4 consecutive rows at a
- * time with all their 16-byte loads in flight together (E <= 1,024: up to 4 per row and lane),
- * read with no L1 allocation. */
+/* The greedy pick as one 64-bit word that atomicMax can gather: the logit's bits ordered as
+ * unsigned (-0 as +0), then the complement of the id, so a larger word is a larger logit, or
+ * an equal one at a lower id; 0 is "nothing" (the value NaN and never-taken map to). */
+static __device__ __forceinline__ bool am_better(float v, int32_t i, float bv, int32_t bi) {
+    return v > bv || (v == bv && i < bi); /* tinfer_op_cuda_argmax's rule; NaN never */
+}
+static __device__ __forceinline__ uint64_t am_key(float v, int32_t i) {
+    if (i == INT_MAX) return 0; /* nothing taken: every value was NaN */
+    const uint32_t u = __float_as_uint(v == 0.0f ? 0.0f : v);
+    const uint32_t ord = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ((uint64_t)ord << 32) | (0xffffffffu - (uint32_t)i);
+}
+
+/* logits[j][n] = xs[j] · lm_head[n] for j < rows, n in [v0, v1), and each warp's greedy pick of
+ * token j as am[warp][j] (am_key): the LM head is read once a step and is the largest matrix,
+ * so it is not staged: each warp takes 4 consecutive rows at a time with all their 16-byte loads
+ * in flight together (E <= 1,024: up to 4 per row and lane), read with no L1 allocation. */
 #define DS_LM_ROWS 4
 static __device__ __forceinline__ uint4 ld_stream16(const void *p) {
     uint4 v;
@@ -421,21 +461,28 @@ static __device__ __forceinline__ uint4 ld_stream16(const void *p) {
     return v;
 }
 template <int NB>
-static __device__ __noinline__ void lm_head_rows(const uint16_t *xs, int32_t ldxs, int32_t rows,
+static __device__ DS_PHASE void lm_head_rows(const uint16_t *xs, int32_t ldxs, int32_t rows,
                                     const uint16_t *__restrict__ W, int32_t v0, int32_t v1,
-                                    int32_t E, float *logits, int64_t V, int warp, int lane) {
-    for (int32_t n0 = v0 + warp * DS_LM_ROWS; n0 < v1; n0 += DS_WARPS * DS_LM_ROWS) {
-        uint4 w[DS_LM_ROWS][NORM_PER_THREAD];
+                                    int32_t E, float *logits, int64_t V, uint64_t *am, int warp,
+                                    int lane) {
+    constexpr int LR = DS_LM_ROWS;
+    float bv[NB];
+    int32_t bi[NB];
 #pragma unroll
-        for (int i = 0; i < DS_LM_ROWS; i++)
+    for (int j = 0; j < NB; j++)
+        bv[j] = -INFINITY, bi[j] = INT_MAX;
+    for (int32_t n0 = v0 + warp * LR; n0 < v1; n0 += DS_WARPS * LR) {
+        uint4 w[LR][NORM_PER_THREAD];
+#pragma unroll
+        for (int i = 0; i < LR; i++)
 #pragma unroll
             for (int c = 0; c < NORM_PER_THREAD; c++) {
                 const int32_t k = lane * 8 + c * 256;
                 if (n0 + i < v1 && k < E) w[i][c] = ld_stream16(W + (int64_t)(n0 + i) * E + k);
             }
-        float acc[DS_LM_ROWS][NB];
+        float acc[LR][NB];
 #pragma unroll
-        for (int i = 0; i < DS_LM_ROWS; i++)
+        for (int i = 0; i < LR; i++)
 #pragma unroll
             for (int j = 0; j < NB; j++)
                 acc[i][j] = 0.0f;
@@ -444,7 +491,7 @@ static __device__ __noinline__ void lm_head_rows(const uint16_t *xs, int32_t ldx
             const int32_t k = lane * 8 + c * 256;
             if (k >= E) break;
 #pragma unroll
-            for (int i = 0; i < DS_LM_ROWS; i++) {
+            for (int i = 0; i < LR; i++) {
                 if (n0 + i >= v1) break;
                 float wf[8];
                 bf16x8(w[i][c], wf);
@@ -454,16 +501,21 @@ static __device__ __noinline__ void lm_head_rows(const uint16_t *xs, int32_t ldx
             }
         }
 #pragma unroll
-        for (int i = 0; i < DS_LM_ROWS; i++) {
+        for (int i = 0; i < LR; i++) {
             if (n0 + i >= v1) break;
 #pragma unroll
             for (int j = 0; j < NB; j++) {
                 if (j >= rows) break;
-                const float v = warp_sum(acc[i][j]);
+                const float v = warp_sum(acc[i][j]); /* the same in every lane */
+                if (am_better(v, n0 + i, bv[j], bi[j])) bv[j] = v, bi[j] = n0 + i;
                 if (lane == j) logits[j * V + n0 + i] = v;
             }
         }
     }
+    if (lane == 0)
+#pragma unroll
+        for (int j = 0; j < NB; j++)
+            if (j < rows) am[warp * DS_MAX_B + j] = am_key(bv[j], bi[j]);
 }
 
 /* Shared memory of the attention phase (inside the block's dynamic shared memory). */
@@ -480,7 +532,7 @@ template <int D> struct ds_att_smem {
  * (D/8 lanes, 8 dims each) kw of the block takes keys kw, kw + KPB, kw + 2 KPB, ..., DS_ROUND of
  * them a round, with its own online softmax (running max m, sum ls, acc). */
 template <int D>
-static __device__ __noinline__ void attention_item(const ds_args &a, int32_t l, int32_t it, const float *cs,
+static __device__ DS_PHASE void attention_item(const ds_args &a, int32_t l, int32_t it, const float *cs,
                                       const float *sn, uint32_t ep_in, uint32_t ep,
                                       ds_att_smem<D> &S) {
     constexpr int LPK = D / 8;        /* lanes per key: 8 BF16 each */
@@ -523,16 +575,18 @@ static __device__ __noinline__ void attention_item(const ds_args &a, int32_t l, 
 
     const float qscale = rsqrtf((float)D) * 1.4426950408889634f;
     if (tid < D / 2) {
-        const uint64_t *src[6] = {qrow + tid, qrow + tid + D / 2, krow + tid,
-                                  krow + tid + D / 2, vrow + tid, vrow + tid + D / 2};
+        const int64_t o[6] = {0, D / 2, krow - qrow, krow - qrow + D / 2, vrow - qrow,
+                              vrow - qrow + D / 2};
+        const bool on[6] = {true, true, true, true, true, true};
         uint64_t w[6];
         uint32_t v[6];
 #pragma unroll
         for (int i = 0; i < 6; i++)
-            w[i] = ll_load(src[i]);
+            w[i] = ll_load(qrow + tid + o[i]);
+        ll_settle_n(qrow + tid, o, on, w, ep_in);
 #pragma unroll
         for (int i = 0; i < 6; i++)
-            v[i] = ll_settle(src[i], w[i], ep_in);
+            v[i] = (uint32_t)w[i];
         const float *c = cs + j * (D / 2), *sv = sn + j * (D / 2);
         uint16_t y0, y1;
         rope_pair(bf16_to_f32(v[0]), bf16_to_f32(v[1]), c[tid], sv[tid], &y0, &y1);
@@ -551,7 +605,7 @@ static __device__ __noinline__ void attention_item(const ds_args &a, int32_t l, 
             kv.v[r + tid + D / 2] = S.vp[tid + D / 2];
         }
     }
-    __syncthreads();
+    ds_sync();
     float qf[8];
 #pragma unroll
     for (int t = 0; t < 8; t++)
@@ -618,7 +672,7 @@ static __device__ __noinline__ void attention_item(const ds_args &a, int32_t l, 
             S.wacc[warp][d0 + t] = acc[t];
         if (lane == 0) S.wm[warp] = m, S.wl[warp] = ls;
     }
-    __syncthreads();
+    ds_sync();
     if (tid < D) {
         float M = -INFINITY;
         for (int wi = 0; wi < DS_WARPS; wi++)
@@ -631,7 +685,7 @@ static __device__ __noinline__ void attention_item(const ds_args &a, int32_t l, 
         }
         ll_put(out + tid, f32_to_bf16(o / lsum), ep);
     }
-    __syncthreads(); /* S is reused by the block's next item */
+    ds_sync(); /* S is reused by the block's next item */
 }
 
 #endif

@@ -191,6 +191,12 @@ typedef struct tinfer_op_cuda_step_bufs {
     uint32_t *bar;  /* 2 words: the count of blocks done, the next launch's first epoch */
     uint64_t *ll;   /* tinfer_op_cuda_step_ll_words(m, kv, n_max) flagged words */
     int32_t n_max;  /* the most tokens a step may carry (<= TINFER_OP_CUDA_STEP_MAX_B) */
+    /* Greedy decoding inside the step, or both NULL: ids [n_out] receives each logits row's
+     * argmax (tinfer_op_cuda_argmax's rule: ties to the lowest id, NaN never wins, a row of
+     * only NaN gives 0), gathered through amax [n_max] (all zero before the first launch; each
+     * launch leaves them zero again). */
+    uint64_t *amax;
+    int32_t *ids;
 } tinfer_op_cuda_step_bufs;
 
 /* 64-bit words the step's buffers hold for up to n_max tokens (the values its phases hand each

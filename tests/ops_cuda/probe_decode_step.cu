@@ -121,6 +121,9 @@ int main(int argc, char **argv) {
     CK(cudaMalloc((void **)&b.ll, ll_bytes));
     CK(cudaMemset(b.ll, 0, ll_bytes));
     b.n_max = MAXB;
+    CK(cudaMalloc((void **)&b.amax, MAXB * 8)); /* greedy picks in the step, as the backend has */
+    CK(cudaMemset(b.amax, 0, MAXB * 8));
+    CK(cudaMalloc((void **)&b.ids, MAXB * 4));
     int32_t h_meta[4 * MAXB], *d_meta = NULL;
     for (int j = 0; j < MAXB; j++) {
         h_meta[j] = (j * 7919 + 13) % V; /* tok */

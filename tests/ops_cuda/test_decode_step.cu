@@ -150,7 +150,8 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
         dbuf<uint16_t> dk, dv, dqkv, datt, dact, dxb;
         dbuf<float> dx, dlg;
         dbuf<uint32_t> dbar;
-        dbuf<uint64_t> dll;
+        dbuf<uint64_t> dll, dam;
+        dbuf<int32_t> dids;
         dk.alloc(csz, 0), dk.put(kc);
         dv.alloc(csz, 0), dv.put(vc);
         dqkv.alloc((size_t)n * QKV, SENT_BF16);
@@ -160,6 +161,8 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
         dx.alloc((size_t)n * c.E, 0.0f);
         dlg.alloc((size_t)n * c.V, 0.0f);
         dbar.alloc(2, 0u);
+        dam.alloc((size_t)n, (uint64_t)0);
+        dids.alloc((size_t)n, -1);
         /* the first launch's epochs run from just under the kernel's wrap threshold past it, so
          * the second one starts again at 1 over words flagged with the first's */
         dbar.put(std::vector<uint32_t>{0u, 0xefffffffu});
@@ -191,7 +194,7 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
                 bad = 1;
                 break;
             }
-            const tinfer_op_cuda_step_bufs b = {dlg.p, dbar.p, dll.p, n};
+            const tinfer_op_cuda_step_bufs b = {dlg.p, dbar.p, dll.p, n, dam.p, dids.p};
             /* twice: the second launch finds the first one's words under other epochs (and
              * rewrites the same cache rows with the same bits) */
             for (int rep = 0; rep < 2; rep++)
@@ -207,6 +210,19 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
                        bar[0], bar[1]);
                 bad = 1;
             }
+            /* the greedy picks gathered in the kernel: each row's argmax of its own logits
+             * (tinfer_op_cuda_argmax's rule), and the gathering words zero again */
+            const std::vector<float> lg = dlg.get();
+            const std::vector<int32_t> ids = dids.get();
+            const std::vector<uint64_t> am = dam.get();
+            for (int i = 0; i < n; i++) {
+                const int32_t want = argmax_ref(lg.data() + (size_t)i * c.V, c.V);
+                if (ids[i] != want || am[i] != 0) {
+                    printf("  %s: row %d: greedy pick %d, argmax of the logits %d (amax %llx)\n",
+                           label, i, ids[i], want, (unsigned long long)am[i]);
+                    bad = 1;
+                }
+            }
         }
         bad |= dlg.guards_ok(label) | dx.guards_ok(label) | dqkv.guards_ok(label) |
                datt.guards_ok(label) | dact.guards_ok(label) | dk.guards_ok(label) |
@@ -214,7 +230,7 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
         logits[way] = dlg.get();
         if (way == 1) k_after = dk.get();
         dk.free_(), dv.free_(), dqkv.free_(), datt.free_(), dact.free_(), dxb.free_();
-        dx.free_(), dlg.free_(), dbar.free_(), dll.free_();
+        dx.free_(), dlg.free_(), dbar.free_(), dll.free_(), dam.free_(), dids.free_();
     }
     for (int i = 0; i < n && !bad; i++) {
         const float *a = logits[1].data() + (size_t)i * c.V,

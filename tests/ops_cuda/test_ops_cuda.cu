@@ -268,7 +268,7 @@ static void test_rope_kv(const rope_case &c) {
 
 /* ---- argmax: exact (an index), against the rule "lowest index of the maximum, NaN skipped" ----
  */
-static int32_t argmax_ref(const float *r, int32_t V) {
+int32_t argmax_ref(const float *r, int32_t V) {
     int32_t best = -1;
     for (int32_t j = 0; j < V; j++)
         if (!isnan(r[j]) && (best < 0 || r[j] > r[best])) best = j;

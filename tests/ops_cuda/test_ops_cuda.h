@@ -102,6 +102,8 @@ template <typename T> struct dbuf {
 
 /* Records one case's verdict (nonzero bad = failed) and prints a line for failures. */
 void verdict(const char *label, int bad);
+/* The lowest index of a row's maximum, NaN skipped; 0 for a row of only NaN (the argmax rule). */
+int32_t argmax_ref(const float *r, int32_t V);
 
 void test_attention_all(int quick);
 void test_attention_decode_rope_all(int quick);
