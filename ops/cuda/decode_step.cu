@@ -255,7 +255,8 @@ static bool ds_plan_for(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda
     tile = (tile * 2 + 127) / 128 * 128; /* bytes, stages 128-byte aligned */
     int64_t KX = std::max(E, std::max(Q, F));
     const size_t att = D == 64 ? sizeof(ds_att_smem<64>) : sizeof(ds_att_smem<128>);
-    const size_t rest = DS_MAX_STAGES * 16 + DS_WARPS * DS_MAX_B * 8 + (size_t)DS_MAX_B * (size_t)KX * 2 +
+    const size_t rest = DS_MAX_STAGES * 16 + DS_WARPS * DS_MAX_B * 8 +
+                        (size_t)DS_MAX_B * (size_t)KX * 2 +
                         2 * (size_t)DS_MAX_B * (size_t)(D / 2) * 4 +
                         (size_t)(DS_WARPS + 1) * DS_MAX_B * 4 + (size_t)xr * 4 +
                         (size_t)m->n_layer * sizeof(tinfer_op_cuda_step_layer) + att + 16;

@@ -82,14 +82,6 @@ static __device__ __forceinline__ uint64_t ll_load(const uint64_t *p) {
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
     return w;
 }
-/* The value of a word already loaded as w, polled again until it carries epoch ep. */
-static __device__ __forceinline__ uint32_t ll_settle(const uint64_t *p, uint64_t w, uint32_t ep) {
-    for (uint32_t spins = 0; (uint32_t)(w >> 32) != ep; spins++) {
-        if (spins > DS_SPIN_LIMIT) __trap();
-        w = ll_load(p);
-    }
-    return (uint32_t)w;
-}
 
 /* Polls the words w[u] (loaded from p + o[u], where on[u]) until every one carries epoch ep:
  * each pass reloads every stale word at once, one L2 round trip a pass for all of them
