@@ -280,6 +280,16 @@ static void cuda_ctx_free(void *cs) {
     free(c);
 }
 
+/* The device's addresses of the pinned host outputs (NULL where the memory is not mapped: then
+ * every step downloads them). */
+static void host_dev_ptrs(cuda_ctx *c) {
+    void *d = NULL;
+    c->h_logits_dev = cudaHostGetDevicePointer(&d, c->h_logits, 0) == cudaSuccess ? d : NULL;
+    d = NULL;
+    c->h_ids_dev = cudaHostGetDevicePointer(&d, c->h_ids, 0) == cudaSuccess ? d : NULL;
+    cudaGetLastError();
+}
+
 static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
                                    int32_t n_threads, bool graphs, int32_t fused_decode,
                                    void **ctx_state, tinfer_err *err) {
@@ -340,6 +350,7 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
         goto fail;
     }
     c->logits = (float *)(c->mem + p->logits);
+    host_dev_ptrs(c);
     c->kv = (tinfer_op_cuda_kv){(uint16_t *)(c->mem + p->k),
                                 (uint16_t *)(c->mem + p->v),
                                 n_seq,
@@ -388,6 +399,7 @@ static tinfer_status grow_logits(cuda_ctx *c, int32_t rows) {
     c->h_logits = h;
     c->logits_own = true;
     c->n_logits = rows;
+    host_dev_ptrs(c);
     return TINFER_OK;
 }
 
@@ -469,12 +481,14 @@ static tinfer_status cuda_logits(void *cs, bool need_logits, const float **host_
     cuda_ctx *c = cs;
     const int32_t n_out = c->bp->n_out, V = c->m->cfg->n_vocab;
     int32_t *d_ids = (int32_t *)(c->mem + c->plan.ids);
+    c->want_logits = need_logits;
+    c->step_to_host = false;
     tinfer_status rc = tinfer_cuda_launch_step(c);
     if (rc != TINFER_OK) {
         cudaStreamSynchronize(c->stream); /* nothing of this step is left in flight */
         return rc;
     }
-    if (n_out > 0) { /* the ids; the logits only when asked: they stay on the device */
+    if (n_out > 0 && !c->step_to_host) { /* the ids; the logits only when asked */
         CUDA_OK(&c->err,
                 cudaMemcpyAsync(c->h_ids, d_ids, (size_t)n_out * sizeof(int32_t),
                                 cudaMemcpyDeviceToHost, c->stream),

@@ -81,6 +81,13 @@ typedef struct cuda_ctx {
     bool logits_own;    /* logits was allocated apart from mem (after growing) */
     int32_t *h_meta;    /* pinned host staging of the metadata block */
     int32_t *h_ids;     /* pinned host [n_batch]: each logits row's argmax */
+    /* h_logits / h_ids as the device addresses them (mapped pinned memory; NULL: not mapped).
+     * The fused step writes its outputs there directly, so its step has no download: the
+     * logits cross PCIe while the LM head is still being computed. */
+    float *h_logits_dev;
+    int32_t *h_ids_dev;
+    bool want_logits;  /* this step's logits go to the host (set by logits()) */
+    bool step_to_host; /* the step wrote its logits (when wanted) and ids into h_* itself */
     tinfer_op_cuda_kv kv;
     /* this step */
     const tinfer_batch_plan *bp;

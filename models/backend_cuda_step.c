@@ -210,15 +210,19 @@ static bool fused_ok(const cuda_ctx *c) {
 
 static tinfer_status run_fused_step(cuda_ctx *c) {
     const tinfer_cuda_ctx_plan *p = &c->plan;
-    /* the kernel writes the logits and, gathered across its blocks, their argmax */
-    const tinfer_op_cuda_step_bufs b = {c->logits, c->bar,  c->ll, TINFER_OP_CUDA_STEP_MAX_B,
-                                        c->amax,   (int32_t *)(c->mem + p->ids)};
+    /* the kernel writes the logits and, gathered across its blocks, their argmax: straight into
+     * the pinned host buffers where the device maps them (no download after the step) */
+    const bool to_host = c->h_ids_dev && c->h_logits_dev;
+    float *logits = to_host && c->want_logits ? c->h_logits_dev : c->logits;
+    int32_t *ids = to_host ? c->h_ids_dev : (int32_t *)(c->mem + p->ids);
+    const tinfer_op_cuda_step_bufs b = {logits, c->bar, c->ll, TINFER_OP_CUDA_STEP_MAX_B,
+                                        c->amax, ids};
     tinfer_status rc = tinfer_op_cuda_decode_step(
         &c->m->step, &c->kv, &b, meta_dev(c, p->m_tok), meta_dev(c, p->m_pos),
         meta_dev(c, p->m_seq), meta_dev(c, p->m_out), c->bp->n, c->bp->n_out, c->max_dec_len,
         NULL, c->stream, &c->err);
     c->last_kernels = 1;
-    if (rc == TINFER_OK) c->n_fused++;
+    if (rc == TINFER_OK) c->n_fused++, c->step_to_host = to_host;
     return rc;
 }
 

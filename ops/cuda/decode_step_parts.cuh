@@ -443,8 +443,11 @@ static __device__ __forceinline__ uint64_t am_key(float v, int32_t i) {
 /* logits[j][n] = xs[j] · lm_head[n] for j < rows, n in [v0, v1), and each warp's greedy pick of
  * token j as am[warp][j] (am_key): the LM head is read once a step and is the largest matrix,
  * so it is not staged: each warp takes 4 consecutive rows at a time with all their 16-byte loads
- * in flight together (E <= 1,024: up to 4 per row and lane), read with no L1 allocation. */
+ * in flight together (E <= 1,024: up to 4 per row and lane), read with no L1 allocation. The 4
+ * logits of a token leave in one store instruction (4 lanes, 16 consecutive bytes): the logits
+ * may be mapped host memory, where every store instruction is a PCIe write. */
 #define DS_LM_ROWS 4
+static_assert(DS_MAX_B * DS_LM_ROWS <= 32, "lm_head_rows: a lane per (token, row) of a group");
 static __device__ __forceinline__ uint4 ld_stream16(const void *p) {
     uint4 v;
     asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -492,6 +495,7 @@ static __device__ DS_PHASE void lm_head_rows(const uint16_t *xs, int32_t ldxs, i
                     if (j < rows) acc[i][j] += dot8(wf, *(const uint4 *)(xs + (int64_t)j * ldxs + k));
             }
         }
+        float mine = 0.0f; /* lane j * LR + i stores row n0 + i of token j: one store a warp */
 #pragma unroll
         for (int i = 0; i < LR; i++) {
             if (n0 + i >= v1) break;
@@ -500,8 +504,12 @@ static __device__ DS_PHASE void lm_head_rows(const uint16_t *xs, int32_t ldxs, i
                 if (j >= rows) break;
                 const float v = warp_sum(acc[i][j]); /* the same in every lane */
                 if (am_better(v, n0 + i, bv[j], bi[j])) bv[j] = v, bi[j] = n0 + i;
-                if (lane == j) logits[j * V + n0 + i] = v;
+                if (lane == j * LR + i) mine = v;
             }
+        }
+        {
+            const int i = lane % LR, j = lane / LR;
+            if (j < NB && j < rows && n0 + i < v1) logits[j * V + n0 + i] = mine;
         }
     }
     if (lane == 0)
