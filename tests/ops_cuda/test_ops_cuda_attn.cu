@@ -226,7 +226,7 @@ void test_attention_all(int quick) {
         {2, 2, 128, 1024, 1, 0, {{100, 900}, {1, 1023}, {1, 1}}},
         /* GQA 3 (SmolLM2-like), prefill of the whole context */
         {6, 2, 64, 512, 1, 0, {{512, 0}, {1, 511}, {1, 257}}},
-        /* GQA 12 > the decode kernel's 8 heads per block */
+        /* GQA 12 > the decode kernel's 4 heads per block (three head batches) */
         {12, 1, 64, 300, 1, 0, {{1, 299}, {37, 5}, {1, 64}}},
     };
     if (!quick) {
@@ -329,7 +329,7 @@ void test_attention_decode_rope_all(int quick) {
     const std::vector<int32_t> p64 = {0, 1, 63, 64, 65, 300, 4095};
     run_decode_rope_case(9, 3, 64, 4096, 2, 1, p64, true);
     run_decode_rope_case(9, 3, 64, 4096, 2, 1, p64, false);
-    /* Llama-3-8B-like (GQA 4, hd 128) and a GQA group of 12 (two head batches per KV head: both
+    /* Llama-3-8B-like (GQA 4, hd 128) and a GQA group of 12 (three head batches per KV head: all
      * write row p) */
     run_decode_rope_case(8, 2, 128, 2048, 1, 0, {5, 2047, 700}, true);
     run_decode_rope_case(12, 1, 64, 300, 1, 0, {0, 299, 64}, true);
