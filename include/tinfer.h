@@ -79,17 +79,18 @@ typedef struct tinfer_model_params {
     uint64_t random_seed;
     /* Tensor parallelism (Megatron-style): the model runs as tp shards ("ranks"), each holding
      * its slice of every weight (whole attention heads, a slice of the MLP and of the
-     * vocabulary), the partial outputs summed after each attention and MLP block. 0 or 1: off
-     * (the default). tp must divide the attention heads and intermediate_size, and divide the KV
-     * heads or be a multiple of them (TINFER_ERR_INVALID_ARG otherwise). On the CPU backend the
-     * shards run one after another: a check of the split, not a speed-up. On CUDA it needs a
-     * build with NCCL, which this one is not: TINFER_ERR_NO_DEVICE (also for AUTO where a GPU
-     * would be taken). */
+     * vocabulary), the partial outputs summed after each attention and MLP block. 0: off (the
+     * default); 1: one rank through the tensor-parallel path (the same results as 0: a check of
+     * that path); N: N ranks. tp must divide the attention heads and intermediate_size, and
+     * divide the KV heads or be a multiple of them (TINFER_ERR_INVALID_ARG otherwise). On CUDA
+     * (asked for, or AUTO where a GPU is usable) one rank a GPU, summed through NCCL; a build
+     * without NCCL, or fewer GPUs than ranks, is TINFER_ERR_NO_DEVICE saying which. On the CPU
+     * backend the shards run one after another: a check of the split, not a speed-up. */
     int32_t tp;
     /* CUDA only: the devices of the ranks, one per rank (n_gpus == max(tp, 1)), distinct,
      * >= 0; NULL / 0 = devices 0, 1, ... Naming devices asks for the CUDA backend (AUTO then
-     * means CUDA; with TINFER_BACKEND_CPU it is TINFER_ERR_INVALID_ARG). Without tp the CUDA
-     * backend runs on device 0 only for now (CUDA_VISIBLE_DEVICES picks another). */
+     * means CUDA; with TINFER_BACKEND_CPU it is TINFER_ERR_INVALID_ARG). Without tp, gpus {k}
+     * runs the model on device k. */
     const int32_t *gpus;
     int32_t n_gpus;
 } tinfer_model_params;

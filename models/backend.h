@@ -105,10 +105,12 @@ typedef struct tinfer_backend_ops {
 
     /* --- model level --------------------------------------------------------------------- */
     /* *state: the backend's model; *dev_w: the weights as the ops below take them (for the CPU,
-     * host_w itself). host_w stays alive and unchanged until model_free. */
+     * host_w itself). host_w stays alive and unchanged until model_free. device: the CUDA
+     * device the model and its contexts live on (every call of a CUDA model or context makes
+     * it current first); ignored by the CPU. */
     tinfer_status (*model_init)(const tinfer_llama_config *cfg, const tinfer_llama_weights *host_w,
-                                int32_t n_threads, void **state, const tinfer_llama_weights **dev_w,
-                                tinfer_err *err);
+                                int32_t n_threads, int32_t device, void **state,
+                                const tinfer_llama_weights **dev_w, tinfer_err *err);
     void (*model_free)(void *state);
     /* One-line description of where it runs ("cpu avx512, 2 threads", "cuda NVIDIA H200"). */
     const char *(*model_desc)(const void *state);

@@ -42,8 +42,9 @@ typedef struct cpu_ctx {
 
 static tinfer_status cpu_model_init(const tinfer_llama_config *cfg,
                                     const tinfer_llama_weights *host_w, int32_t n_threads,
-                                    void **state, const tinfer_llama_weights **dev_w,
-                                    tinfer_err *err) {
+                                    int32_t device, void **state,
+                                    const tinfer_llama_weights **dev_w, tinfer_err *err) {
+    (void)device;
     cpu_model *m = calloc(1, sizeof *m);
     if (!m) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (cpu backend)");
     m->cfg = cfg;

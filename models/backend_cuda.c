@@ -21,6 +21,7 @@
  * op, CUDA graphs, the fused decode kernel): backend_cuda_step.c.
  */
 #include "models/backend_cuda_internal.h"
+#include "models/backend_cuda.h"
 
 #include "gemm/bf16.h"
 #include "gemm/cuda/device.h"
@@ -77,6 +78,7 @@ static tinfer_status place(cuda_model *m, size_t *at, const tinfer_weight *src, 
 static void cuda_model_free(void *state) {
     cuda_model *m = state;
     if (!m) return;
+    on_device(m);
     cudaFree(m->wmem);
     cudaFree(m->inv_freq);
     cudaFree(m->step_layers);
@@ -85,16 +87,19 @@ static void cuda_model_free(void *state) {
 }
 
 static tinfer_status cuda_model_init(const tinfer_llama_config *cfg, const tinfer_llama_weights *hw,
-                                     int32_t n_threads, void **state,
+                                     int32_t n_threads, int32_t device, void **state,
                                      const tinfer_llama_weights **dev_w, tinfer_err *err) {
     (void)n_threads;
     const size_t E = (size_t)cfg->n_embd, Q = (size_t)cfg->n_head * (size_t)cfg->head_dim,
                  KV = (size_t)cfg->n_head_kv * (size_t)cfg->head_dim, F = (size_t)cfg->n_ff,
                  V = (size_t)cfg->n_vocab, QKV = Q + 2 * KV;
+    const size_t Ve = cfg->n_embd_rows > 0 ? (size_t)cfg->n_embd_rows : V; /* embedding rows */
     cuda_model *m = calloc(1, sizeof *m);
     if (!m) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (cuda backend)");
+    m->device = device;
     uint16_t *tmp = NULL;
-    tinfer_status rc = tinfer_device_probe(0, &m->dev, err); /* no GPU: NO_DEVICE, said first */
+    /* no GPU: NO_DEVICE, said first; the device is current from here on */
+    tinfer_status rc = tinfer_device_probe(device, &m->dev, err);
     if (rc != TINFER_OK) goto fail;
     /* what the kernels take: 16-byte rows for the GEMMs (K % 8), head_dim 64 / 128 */
     if (E % 8 || Q % 8 || F % 8 || (cfg->head_dim != 64 && cfg->head_dim != 128)) {
@@ -102,10 +107,6 @@ static tinfer_status cuda_model_init(const tinfer_llama_config *cfg, const tinfe
                             "cuda backend: needs hidden, q and ffn sizes divisible by 8 and "
                             "head_dim 64 or 128 (model: %zu, %zu, %zu, head_dim %d)",
                             E, Q, F, (int)cfg->head_dim);
-        goto fail;
-    }
-    if (cudaSetDevice(0) != cudaSuccess) {
-        rc = tinfer_err_set(err, TINFER_ERR_CUDA, "cudaSetDevice(0) failed");
         goto fail;
     }
     m->cfg = cfg;
@@ -128,7 +129,7 @@ static tinfer_status cuda_model_init(const tinfer_llama_config *cfg, const tinfe
         goto fail;
     }
     m->w.layers = calloc((size_t)cfg->n_layer, sizeof *m->w.layers);
-    size_t biggest = V * E > 2 * F * E ? V * E : 2 * F * E;
+    size_t biggest = (Ve > V ? Ve : V) * E > 2 * F * E ? (Ve > V ? Ve : V) * E : 2 * F * E;
     if (QKV * E > biggest) biggest = QKV * E;
     tmp = malloc(biggest * 2);
     if (!m->w.layers || !tmp) {
@@ -138,7 +139,7 @@ static tinfer_status cuda_model_init(const tinfer_llama_config *cfg, const tinfe
     m->w.n_layer = cfg->n_layer;
     m->w.fused_dtype = TINFER_DTYPE_BF16;
     size_t at = 0;
-    if ((rc = place(m, &at, &hw->tok_embd, V * E, &m->w.tok_embd, tmp, err)) != TINFER_OK ||
+    if ((rc = place(m, &at, &hw->tok_embd, Ve * E, &m->w.tok_embd, tmp, err)) != TINFER_OK ||
         (rc = place(m, &at, &hw->out_norm, E, &m->w.out_norm, tmp, err)) != TINFER_OK)
         goto fail;
     if (cfg->tie_word_embeddings)
@@ -219,8 +220,16 @@ fail:
 
 static const char *cuda_model_desc(const void *state) { return ((const cuda_model *)state)->desc; }
 
+/* What a decode step reads: the LM head and every layer's matrices once (the CPU backend's
+ * count); not the embedding table, of which a step reads one row a token (an untied table is a
+ * sixteenth of Llama-3-8B: counting it would overstate the bandwidth by as much). */
 static int64_t cuda_weight_bytes(const void *state) {
-    return (int64_t)((const cuda_model *)state)->wbytes;
+    const cuda_model *m = state;
+    const tinfer_llama_config *c = m->cfg;
+    const int64_t E = c->n_embd, Q = (int64_t)c->n_head * c->head_dim,
+                  KV = (int64_t)c->n_head_kv * c->head_dim, F = c->n_ff;
+    return 2 * ((int64_t)c->n_vocab * E +
+                (int64_t)c->n_layer * ((Q + 2 * KV) * E + E * Q + 2 * F * E + E * F));
 }
 
 /* The dispatcher's route (gemm/dispatch.cu) of each projection at M = n_tokens, the LM head at
@@ -228,6 +237,7 @@ static int64_t cuda_weight_bytes(const void *state) {
 static void cuda_route_desc(const void *state, int32_t n_tokens, char *buf, size_t cap) {
     const cuda_model *m = state;
     const tinfer_llama_config *c = m->cfg;
+    on_device(m); /* the dispatcher reads the current device's facts */
     const int64_t E = c->n_embd, Q = (int64_t)c->n_head * c->head_dim,
                   KV = (int64_t)c->n_head_kv * c->head_dim, F = c->n_ff;
     const struct {
@@ -265,6 +275,7 @@ static void cuda_route_desc(const void *state, int32_t n_tokens, char *buf, size
 static void cuda_ctx_free(void *cs) {
     cuda_ctx *c = cs;
     if (!c) return;
+    on_device(c->m);
     if (c->stream) cudaStreamSynchronize(c->stream);
     for (int i = 0; i < GRAPH_SLOTS; i++)
         if (c->g[i].exec) cudaGraphExecDestroy(c->g[i].exec);
@@ -276,6 +287,8 @@ static void cuda_ctx_free(void *cs) {
     cudaFreeHost(c->h_logits);
     cudaFreeHost(c->h_meta);
     cudaFreeHost(c->h_ids);
+    cudaFree(c->vals);
+    cudaFreeHost(c->h_vals);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
 }
@@ -296,6 +309,7 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
     (void)n_threads;
     const cuda_model *m = model_state;
     const tinfer_llama_config *cfg = m->cfg;
+    on_device(m);
     cuda_ctx *c = calloc(1, sizeof *c);
     if (!c) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (context)");
     c->m = m;
@@ -305,7 +319,7 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
     c->n_logits = n_seq < n_batch ? n_seq : n_batch;
     c->graphs = graphs;
     c->fused = fused_decode;
-    c->cap_cmds = 8 * cfg->n_layer + 8; /* llama.c: 2 + 7 per layer + 2 */
+    c->cap_cmds = 10 * cfg->n_layer + 8; /* llama.c: 2 + 8 per layer + 2; tp: 2 all-reduces */
     c->cmds = malloc((size_t)c->cap_cmds * sizeof *c->cmds);
     if (!c->cmds) {
         free(c);
@@ -406,6 +420,7 @@ static tinfer_status grow_logits(cuda_ctx *c, int32_t rows) {
 static tinfer_status cuda_begin(void *cs, const tinfer_batch_plan *bp) {
     cuda_ctx *c = cs;
     const tinfer_cuda_ctx_plan *p = &c->plan;
+    on_device(c->m);
     c->bp = bp;
     if (bp->n_out > c->n_logits) {
         tinfer_status rc = grow_logits(c, bp->n_out);
@@ -481,6 +496,7 @@ static tinfer_status cuda_logits(void *cs, bool need_logits, const float **host_
     cuda_ctx *c = cs;
     const int32_t n_out = c->bp->n_out, V = c->m->cfg->n_vocab;
     int32_t *d_ids = (int32_t *)(c->mem + c->plan.ids);
+    on_device(c->m);
     c->want_logits = need_logits;
     c->step_to_host = false;
     tinfer_status rc = tinfer_cuda_launch_step(c);
@@ -488,6 +504,11 @@ static tinfer_status cuda_logits(void *cs, bool need_logits, const float **host_
         cudaStreamSynchronize(c->stream); /* nothing of this step is left in flight */
         return rc;
     }
+    if (n_out > 0 && c->h_vals)
+        CUDA_OK(&c->err,
+                cudaMemcpyAsync(c->h_vals, c->vals, (size_t)n_out * sizeof(float),
+                                cudaMemcpyDeviceToHost, c->stream),
+                "downloading the greedy logits");
     if (n_out > 0 && !c->step_to_host) { /* the ids; the logits only when asked */
         CUDA_OK(&c->err,
                 cudaMemcpyAsync(c->h_ids, d_ids, (size_t)n_out * sizeof(int32_t),
@@ -516,6 +537,40 @@ static void cuda_stats(const void *cs, int64_t *replays, int64_t *captures, int3
     *captures = c->n_captures;
     *kernels = c->last_kernels;
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* tensor parallelism (models/backend_cuda.h)                                               */
+
+int32_t tinfer_cuda_model_device(const void *model_state) {
+    return ((const cuda_model *)model_state)->device;
+}
+
+tinfer_status tinfer_cuda_record_allreduce(void *cs, tinfer_buf buf, int64_t n, void *comm) {
+    cuda_ctx *c = cs;
+    if (!comm || n < 0)
+        return tinfer_err_set(&c->err, TINFER_ERR_INVALID_ARG,
+                              "cuda backend: all-reduce of %lld floats without a communicator",
+                              (long long)n);
+    return record(c, (cmd){.kind = CMD_ALLREDUCE, .y = buf, .N = n, .comm = comm});
+}
+
+tinfer_status tinfer_cuda_keep_greedy_vals(void *cs) {
+    cuda_ctx *c = cs;
+    if (c->vals) return TINFER_OK;
+    on_device(c->m);
+    const size_t bytes = (size_t)c->n_batch * sizeof(float);
+    if (cudaMalloc((void **)&c->vals, bytes) != cudaSuccess ||
+        cudaMallocHost((void **)&c->h_vals, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(c->vals);
+        c->vals = NULL;
+        return tinfer_err_set(&c->err, TINFER_ERR_OUT_OF_MEMORY,
+                              "cuda backend: %zu bytes for the greedy logits", bytes);
+    }
+    return TINFER_OK;
+}
+
+const float *tinfer_cuda_greedy_vals(const void *cs) { return ((const cuda_ctx *)cs)->h_vals; }
 
 const tinfer_backend_ops tinfer_backend_cuda = {
     .name = "cuda",

@@ -19,6 +19,7 @@
 
 typedef struct cuda_model {
     const tinfer_llama_config *cfg;
+    int32_t device; /* the CUDA device of the model and its contexts */
     tinfer_device_info dev;
     void *wmem; /* every weight, BF16, one allocation */
     size_t wbytes;
@@ -43,7 +44,14 @@ typedef struct cuda_model {
 /* One op of the step, recorded when the forward pass calls it and run in logits(): eagerly, or
  * into a CUDA graph. The arguments are what the ops were called with; the buffers and the
  * metadata they name are fixed addresses of the context, so a replay reads the new step's. */
-typedef enum { CMD_EMBED, CMD_RMSNORM, CMD_MATMUL, CMD_ROPE_KV, CMD_ATTENTION } cmd_kind;
+typedef enum {
+    CMD_EMBED,
+    CMD_RMSNORM,
+    CMD_MATMUL,
+    CMD_ROPE_KV,
+    CMD_ATTENTION,
+    CMD_ALLREDUCE /* tensor parallelism: y's first N floats summed over the ranks of comm */
+} cmd_kind;
 typedef struct cmd {
     cmd_kind kind;
     tinfer_buf y, x;
@@ -53,6 +61,7 @@ typedef struct cmd {
     bool rows_out; /* matmul over the n_out gathered rows; rmsnorm: the gather */
     float eps;
     int32_t layer;
+    void *comm; /* CMD_ALLREDUCE: the rank's ncclComm_t */
 } cmd;
 
 /* A decode step's graph: the kernels of every step of this shape (tokens, logit rows, the
@@ -87,6 +96,8 @@ typedef struct cuda_ctx {
     float *h_logits_dev;
     int32_t *h_ids_dev;
     bool want_logits;  /* this step's logits go to the host (set by logits()) */
+    float *vals;       /* device [n_batch]: each logits row's greedy logit (NULL: not kept) */
+    float *h_vals;     /* pinned host copy of vals (tinfer_cuda_keep_greedy_vals) */
     bool step_to_host; /* the step wrote its logits (when wanted) and ids into h_* itself */
     tinfer_op_cuda_kv kv;
     /* this step */
@@ -108,6 +119,10 @@ typedef struct cuda_ctx {
     uint64_t *amax;  /* device [TINFER_OP_CUDA_STEP_MAX_B], after them: its greedy picks */
     int64_t n_fused; /* steps run fused (tinfer_context_stats) */
 } cuda_ctx;
+
+/* Every entry of a CUDA model or context makes its device current first (a process may hold
+ * models on several devices: tensor parallelism). */
+static inline void on_device(const cuda_model *m) { cudaSetDevice(m->device); }
 
 #define CUDA_OK(err, call, what)                                                                   \
     do {                                                                                           \

@@ -15,6 +15,9 @@
 #include "gemm/bf16.h"
 
 #include <cuda_runtime.h>
+#ifdef TINFER_HAVE_NCCL
+#include <nccl.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +28,8 @@
 static tinfer_status run_embed(cuda_ctx *c, tinfer_buf out, const tinfer_weight *table) {
     const tinfer_llama_config *cfg = c->m->cfg;
     return tinfer_op_cuda_embed(buf(c, out), table->data, meta_dev(c, c->plan.m_tok), c->bp->n,
-                                cfg->n_embd, cfg->n_vocab, c->stream, &c->err);
+                                cfg->n_embd, cfg->n_embd_rows > 0 ? cfg->n_embd_rows : cfg->n_vocab,
+                                c->stream, &c->err);
 }
 
 static tinfer_status run_rmsnorm(cuda_ctx *c, tinfer_buf out, tinfer_buf in, const tinfer_weight *w,
@@ -124,6 +128,22 @@ static tinfer_status run_attention(cuda_ctx *c, int32_t layer) {
     return rc;
 }
 
+/* Tensor parallelism: buf's first n floats summed over the ranks of comm, in place. */
+static tinfer_status run_allreduce(cuda_ctx *c, tinfer_buf b, int64_t n, void *comm) {
+#ifdef TINFER_HAVE_NCCL
+    const ncclResult_t r = ncclAllReduce(buf(c, b), buf(c, b), (size_t)n, ncclFloat32, ncclSum,
+                                         (ncclComm_t)comm, c->stream);
+    if (r != ncclSuccess)
+        return tinfer_err_set(&c->err, TINFER_ERR_CUDA, "ncclAllReduce of %lld floats: %s",
+                              (long long)n, ncclGetErrorString(r));
+    return TINFER_OK;
+#else
+    (void)b, (void)n, (void)comm;
+    return tinfer_err_set(&c->err, TINFER_ERR_NO_DEVICE,
+                          "cuda backend: an all-reduce needs a build with NCCL");
+#endif
+}
+
 /* Every recorded op, then the argmax of the logits rows, on the stream. */
 static tinfer_status run_step(cuda_ctx *c) {
     tinfer_status rc = TINFER_OK;
@@ -145,11 +165,13 @@ static tinfer_status run_step(cuda_ctx *c) {
             break;
         case CMD_ROPE_KV: rc = run_rope_kv(c, o->layer); break;
         case CMD_ATTENTION: rc = run_attention(c, o->layer); break;
+        case CMD_ALLREDUCE: rc = run_allreduce(c, o->y, o->N, o->comm); break;
         }
     }
     if (rc == TINFER_OK && c->bp->n_out > 0) /* greedy decoding needs only these ids */
-        rc = tinfer_op_cuda_argmax((int32_t *)(c->mem + c->plan.ids), c->logits, c->bp->n_out,
-                                   c->m->cfg->n_vocab, c->m->cfg->n_vocab, c->stream, &c->err);
+        rc = tinfer_op_cuda_argmax_val((int32_t *)(c->mem + c->plan.ids), c->vals, c->logits,
+                                       c->bp->n_out, c->m->cfg->n_vocab, c->m->cfg->n_vocab,
+                                       c->stream, &c->err);
     return rc;
 }
 
@@ -202,7 +224,9 @@ static bool cmds_standard(const cuda_ctx *c) {
 /* A decode step of a small model in one kernel (ops/cuda/decode_step.cu), when it can. */
 static bool fused_ok(const cuda_ctx *c) {
     const bool want = c->fused > 0 || (c->fused < 0 && c->bp->n <= FUSED_AUTO_MAX_TOKENS);
-    return want && c->n_tiles == 0 && c->n_dec == c->bp->n &&
+    const tinfer_llama_config *cfg = c->m->cfg;
+    return want && !c->vals && (cfg->n_embd_rows <= 0 || cfg->n_embd_rows == cfg->n_vocab) &&
+           c->n_tiles == 0 && c->n_dec == c->bp->n &&
            c->m->wbytes <= FUSED_MAX_WEIGHT_BYTES &&
            tinfer_op_cuda_step_ok(&c->m->step, &c->kv, c->bp->n, c->max_dec_len, c->m->dev.n_sm) &&
            cmds_standard(c);

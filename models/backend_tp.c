@@ -85,7 +85,8 @@ static tinfer_status host_check(const void *self, const tinfer_backend_ops *rank
     (void)self;
     if (!rank_ops->buf_f32)
         return tinfer_err_set(err, TINFER_ERR_NO_DEVICE,
-                              "tensor parallel over %s needs NCCL (not in this build)",
+                              "the host all-reduce needs host buffers, which %s ranks do not have "
+                              "(CUDA ranks sum through NCCL)",
                               rank_ops->name);
     return TINFER_OK;
 }
@@ -110,7 +111,9 @@ static tinfer_status host_sum(void *self, const tinfer_backend_ops *rank_ops, vo
     return TINFER_OK;
 }
 
-const tinfer_tp_allreduce tinfer_tp_allreduce_host = {"host", host_check, host_sum, NULL};
+const tinfer_tp_allreduce tinfer_tp_allreduce_host = {.name = "host",
+                                                      .check = host_check,
+                                                      .sum = host_sum};
 
 /* ---------------------------------------------------------------------------------------- */
 /* Sharding: each rank's slices of the host weights                                         */
@@ -313,14 +316,15 @@ static void tp_model_free(void *state) {
     free(m->desc);
     free(m->slots);
     free(m->w.layers);
+    if (m->ar && m->ar->destroy) m->ar->destroy(m->ar->self);
     free(m);
 }
 
 static tinfer_status tp_model_init_refused(const tinfer_llama_config *cfg,
                                            const tinfer_llama_weights *host_w, int32_t n_threads,
-                                           void **state, const tinfer_llama_weights **dev_w,
-                                           tinfer_err *err) {
-    (void)cfg, (void)host_w, (void)n_threads, (void)state, (void)dev_w;
+                                           int32_t device, void **state,
+                                           const tinfer_llama_weights **dev_w, tinfer_err *err) {
+    (void)cfg, (void)host_w, (void)n_threads, (void)device, (void)state, (void)dev_w;
     return tinfer_err_set(err, TINFER_ERR_INTERNAL,
                           "the tensor-parallel backend is made by tinfer_tp_model_init");
 }
@@ -399,13 +403,18 @@ tinfer_status tinfer_tp_model_init(const tinfer_backend_ops *rank_ops, int32_t n
     *dev_w = NULL;
     if (!ar) ar = &tinfer_tp_allreduce_host;
     tinfer_status rc = check_split(cfg, host_w, n_rank, err);
-    if (rc != TINFER_OK || (rc = ar->check(ar->self, rank_ops, err)) != TINFER_OK) return rc;
-    tp_model *m = calloc(1, sizeof *m);
-    if (!m) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (tp backend)");
+    if (rc == TINFER_OK) rc = ar->check(ar->self, rank_ops, err);
+    tp_model *m = rc == TINFER_OK ? calloc(1, sizeof *m) : NULL;
+    if (!m) {
+        if (ar->destroy) ar->destroy(ar->self); /* the model would have owned it */
+        return rc != TINFER_OK
+                   ? rc
+                   : tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (tp backend)");
+    }
+    m->ar = ar;
     const size_t n = (size_t)n_rank, L = (size_t)host_w->n_layer;
     m->n_rank = n_rank;
     m->ops = rank_ops;
-    m->ar = ar;
     m->cfg = cfg;
     m->n_desc = 3 + 6 * host_w->n_layer;
     m->rcfg = calloc(n, sizeof *m->rcfg);
@@ -433,6 +442,8 @@ tinfer_status tinfer_tp_model_init(const tinfer_backend_ops *rank_ops, int32_t n
         rcf->n_head_kv = (int32_t)s.hk;
         rcf->n_ff = (int32_t)s.fr;
         rcf->n_vocab = (int32_t)(m->v0[r + 1] - m->v0[r]);
+        rcf->n_embd_rows = cfg->n_vocab;     /* the embedding table stays whole */
+        rcf->tie_word_embeddings = false; /* its LM head is its own slice, not the table */
         arena a = {NULL, 0};
         shard_rank(m, r, host_w, &a, &m->rw[r]); /* count */
         m->arena[r] = aligned_alloc(64, (a.used + 63) & ~(size_t)63);
@@ -445,8 +456,9 @@ tinfer_status tinfer_tp_model_init(const tinfer_backend_ops *rank_ops, int32_t n
         }
         a = (arena){m->arena[r], 0};
         shard_rank(m, r, host_w, &a, &m->rw[r]); /* copy */
-        if ((rc = rank_ops->model_init(&m->rcfg[r], &m->rw[r], n_threads, &m->state[r], &m->dev[r],
-                                       err)) != TINFER_OK) {
+        const int32_t device = ar->device ? ar->device(ar->self, r) : 0;
+        if ((rc = rank_ops->model_init(&m->rcfg[r], &m->rw[r], n_threads, device, &m->state[r],
+                                       &m->dev[r], err)) != TINFER_OK) {
             tp_model_free(m);
             return rc;
         }
@@ -512,6 +524,13 @@ static tinfer_status tp_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx
     for (int32_t r = 0; r < m->n_rank; r++) {
         const tinfer_status rc = m->ops->ctx_init(m->state[r], n_seq, n_ctx, n_batch, n_threads,
                                                   graphs, fused_decode, &c->rcs[r], err);
+        if (rc != TINFER_OK) {
+            tp_ctx_free(c);
+            return rc;
+        }
+    }
+    if (m->ar->ctx_ready) {
+        const tinfer_status rc = m->ar->ctx_ready(m->ar->self, m->ops, c->rcs, m->n_rank, err);
         if (rc != TINFER_OK) {
             tp_ctx_free(c);
             return rc;
@@ -617,25 +636,60 @@ static tinfer_status tp_attention(void *cs, int32_t layer) {
     return TINFER_OK;
 }
 
+/* The greedy pick of logits row j over the ranks' picks (ids[r][j] in rank r's slice, its
+ * logit vals[r][j]): the greatest logit, ties to the lowest id (the earlier rank: slices are in
+ * vocabulary order), NaN never wins; every rank NaN gives 0. */
+static int32_t reduce_pick(const tp_model *m, const int32_t *const *ids, const float *const *vals,
+                           int32_t j) {
+    int32_t best = -1;
+    float bv = 0.0f;
+    for (int32_t r = 0; r < m->n_rank; r++) {
+        const float v = vals[r][j];
+        if (v == v && (best < 0 || v > bv)) best = (int32_t)m->v0[r] + ids[r][j], bv = v;
+    }
+    return best < 0 ? 0 : best;
+}
+
 /* Each rank's logits rows [n_out, V_r] land at columns v0[r].. of the host [n_out, V]; then the
- * argmax of backend.h (ties to the lowest id, NaN never wins, a row of only NaN gives 0). On
- * devices the gather should instead reduce each rank's (max, id) per row and copy the logits
- * only when they are wanted. */
+ * argmax of backend.h (ties to the lowest id, NaN never wins, a row of only NaN gives 0). With
+ * an implementation that runs the ranks itself (NCCL), greedy steps instead reduce each rank's
+ * (greedy logit, id) per row and copy no logits. */
 static tinfer_status tp_logits(void *cs, bool need_logits, const float **host_logits,
                                const int32_t **host_ids) {
     tp_ctx *c = cs;
     const tp_model *m = c->m;
     const int64_t V = m->cfg->n_vocab;
     const int32_t n_out = c->plan->n_out;
+    const float *lgs[TINFER_TP_MAX] = {0}, *vals[TINFER_TP_MAX] = {0};
+    const int32_t *ids[TINFER_TP_MAX] = {0};
+    const bool gather = need_logits || !m->ar->logits;
+    if (m->ar->logits) {
+        const tinfer_status rc = m->ar->logits(m->ar->self, m->ops, c->rcs, m->n_rank, gather,
+                                               lgs, ids, vals, &c->err);
+        if (rc != TINFER_OK) return rc;
+    } else
+        for (int32_t r = 0; r < m->n_rank; r++) {
+            const tinfer_status rc = m->ops->logits(c->rcs[r], true, &lgs[r], &ids[r]);
+            if (rc != TINFER_OK) return rank_failed(c, r, rc);
+        }
+    if (!gather) {
+        for (int32_t r = 0; r < m->n_rank; r++)
+            if (!ids[r] || !vals[r])
+                return tinfer_err_set(&c->err, TINFER_ERR_INTERNAL,
+                                      "tp rank %d: no greedy logits", (int)r);
+        for (int32_t j = 0; j < n_out; j++)
+            c->ids[j] = reduce_pick(m, ids, vals, j);
+        *host_logits = NULL;
+        *host_ids = c->ids;
+        return TINFER_OK;
+    }
     for (int32_t r = 0; r < m->n_rank; r++) {
-        const float *lg = NULL;
-        const int32_t *ids = NULL;
-        const tinfer_status rc = m->ops->logits(c->rcs[r], true, &lg, &ids);
-        if (rc != TINFER_OK) return rank_failed(c, r, rc);
         const int64_t vr = m->v0[r + 1] - m->v0[r];
+        if (!lgs[r])
+            return tinfer_err_set(&c->err, TINFER_ERR_INTERNAL, "tp rank %d: no logits", (int)r);
         for (int32_t j = 0; j < n_out; j++)
             memcpy(c->logits + (size_t)j * (size_t)V + (size_t)m->v0[r],
-                   lg + (size_t)j * (size_t)vr, (size_t)vr * sizeof(float));
+                   lgs[r] + (size_t)j * (size_t)vr, (size_t)vr * sizeof(float));
     }
     for (int32_t j = 0; j < n_out; j++) {
         const float *x = c->logits + (size_t)j * (size_t)V;

@@ -23,10 +23,10 @@
  * LM-head slice (what sizes its LOGITS buffer); its embedding table is still the whole [V, E]
  * (read in place on the CPU: a device rank will need the table's row count apart from n_vocab).
  *
- * Today the ranks are CPU backends run one after another and the all-reduce sums host buffers:
- * a check of the split, the head assignment and the per-rank KV layout, not a speed-up. A
- * device build plugs an NCCL all-reduce into tinfer_tp_allreduce (ARCHITECTURE.md, "Tensor
- * parallel").
+ * CPU ranks run one after another and the all-reduce sums host buffers: a check of the split,
+ * the head assignment and the per-rank KV layout, not a speed-up. CUDA ranks (one per GPU) take
+ * the NCCL implementation of models/tp_nccl.h: the all-reduce recorded into every rank's step,
+ * the ranks' steps run at once, one host thread each (ARCHITECTURE.md, "Tensor parallel").
  */
 #ifndef TINFER_MODELS_BACKEND_TP_H
 #define TINFER_MODELS_BACKEND_TP_H
@@ -38,15 +38,33 @@
 /* Most ranks one model is split into. */
 #define TINFER_TP_MAX 64
 
-/* The sum across ranks. sum: activation buffer `buf` of every rank's context, n floats from its
- * start, replaced on every rank by the sum over ranks (the same values on each). check: whether
- * it can run over ranks of this sub-backend (called once at model init; a one-line reason
- * otherwise). self: the implementation's state (communicators, streams). */
+/* The sum across ranks, and how the ranks are placed and run. sum: activation buffer `buf` of
+ * every rank's context, n floats from its start, replaced on every rank by the sum over ranks
+ * (the same values on each; a device implementation records it into each rank's step). check:
+ * whether it can run over ranks of this sub-backend (called once at model init; a one-line
+ * reason otherwise). self: the implementation's state (communicators, threads).
+ * Optional (NULL: the host's way):
+ *   device     the device ordinal rank r's model_init gets (NULL: 0)
+ *   ctx_ready  called once every rank's context exists (a device implementation asks them to
+ *              keep their greedy logits)
+ *   logits     runs every rank's logits call, all at once where ranks wait on each other inside
+ *              a step (NCCL); fills lg[r] (when need_logits), ids[r] and vals[r] (each rank's
+ *              greedy logit of its vocabulary slice). NULL: one rank after another, every rank
+ *              asked for its logits, gathered and reduced on the host.
+ *   destroy    frees self when the model goes (the model owns the implementation it was given
+ *              once tinfer_tp_model_init is called, whether that succeeds or not). */
 typedef struct tinfer_tp_allreduce {
     const char *name;
     tinfer_status (*check)(const void *self, const tinfer_backend_ops *rank_ops, tinfer_err *err);
     tinfer_status (*sum)(void *self, const tinfer_backend_ops *rank_ops, void *const *rank_cs,
                          int32_t n_rank, tinfer_buf buf, int64_t n, tinfer_err *err);
+    int32_t (*device)(const void *self, int32_t rank);
+    tinfer_status (*ctx_ready)(void *self, const tinfer_backend_ops *rank_ops,
+                               void *const *rank_cs, int32_t n_rank, tinfer_err *err);
+    tinfer_status (*logits)(void *self, const tinfer_backend_ops *rank_ops, void *const *rank_cs,
+                            int32_t n_rank, bool need_logits, const float **lg,
+                            const int32_t **ids, const float **vals, tinfer_err *err);
+    void (*destroy)(void *self);
     void *self;
 } tinfer_tp_allreduce;
 

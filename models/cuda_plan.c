@@ -25,7 +25,8 @@ size_t tinfer_cuda_weight_bytes(const tinfer_llama_config *cfg, bool qkv_bias, b
                    align_up(2 * F * E * b) + align_up(E * F * b);
     if (qkv_bias) layer += align_up(QKV * b);
     if (o_bias) layer += align_up(E * b);
-    size_t total = align_up(V * E * b) + align_up(E * b) + (size_t)cfg->n_layer * layer;
+    const size_t Ve = cfg->n_embd_rows > 0 ? (size_t)cfg->n_embd_rows : V; /* embedding rows */
+    size_t total = align_up(Ve * E * b) + align_up(E * b) + (size_t)cfg->n_layer * layer;
     if (!cfg->tie_word_embeddings) total += align_up(V * E * b);
     return total;
 }

@@ -18,7 +18,9 @@ typedef struct tinfer_llama_config {
     int32_t n_head_kv;    /* num_key_value_heads */
     int32_t head_dim;     /* head_dim or n_embd / n_head */
     int32_t n_ff;         /* intermediate_size */
-    int32_t n_vocab;      /* vocab_size */
+    int32_t n_vocab;      /* vocab_size (a tensor-parallel rank: the rows of its LM-head slice) */
+    int32_t n_embd_rows;  /* rows of the embedding table when not n_vocab (a tensor-parallel
+                           * rank: the whole vocabulary); 0: n_vocab */
     int32_t n_ctx_train;  /* max_position_embeddings */
     float rope_theta;
     float rms_norm_eps;

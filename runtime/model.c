@@ -10,10 +10,11 @@
  * CUDA asked for in a build without it, or where no GPU is usable, is TINFER_ERR_NO_DEVICE with
  * the reason. tinfer_model_desc ends with the backend taken. Threads: omp_set_num_threads once
  * at load.
- * Tensor parallelism (params.tp > 1): on the CPU the tensor-parallel backend (models/
- * backend_tp.h) over tp CPU ranks, run one after another (a check of the split, not a
- * speed-up); on CUDA, asked for, implied by a device list, or what AUTO would take (a usable
- * GPU), TINFER_ERR_NO_DEVICE: it needs NCCL, which no build has yet.
+ * Tensor parallelism (params.tp >= 1): the tensor-parallel backend (models/backend_tp.h) over tp
+ * ranks. On CUDA (asked for, implied by a device list, or what AUTO takes where a GPU is
+ * usable) one rank a GPU, through NCCL (models/tp_nccl.h; a build without NCCL says
+ * TINFER_ERR_NO_DEVICE); on the CPU, CPU ranks run one after another (a check of the split,
+ * not a speed-up).
  */
 #include "model_internal.h"
 
@@ -25,6 +26,9 @@
 
 #ifdef TINFER_HAVE_CUDA
 #include "gemm/cuda/device.h"
+#endif
+#ifdef TINFER_HAVE_NCCL
+#include "models/tp_nccl.h"
 #endif
 
 #include <omp.h>
@@ -82,26 +86,29 @@ void tinfer_model_free(tinfer_model *m) {
     free(m);
 }
 
+#ifndef TINFER_HAVE_NCCL
 static tinfer_status tp_needs_nccl(int32_t tp) {
     return tinfer_err_set(NULL, TINFER_ERR_NO_DEVICE,
                           "tensor parallelism (tp %d) on CUDA needs a build with NCCL, which this "
                           "one is not (the CPU backend runs the shards as a check)",
                           (int)tp);
 }
+#endif
 
 /* tp and the device list, before anything is loaded: out-of-range values are
- * TINFER_ERR_INVALID_ARG; tensor parallelism on CUDA is TINFER_ERR_NO_DEVICE. A device list
- * makes AUTO mean CUDA. Whether the model splits tp ways is models/backend_tp.c's check. */
+ * TINFER_ERR_INVALID_ARG; tensor parallelism on CUDA without NCCL is TINFER_ERR_NO_DEVICE. A
+ * device list makes AUTO mean CUDA. Whether the model splits tp ways is models/backend_tp.c's
+ * check; whether the GPUs are there, the backend's. */
 static tinfer_status check_parallel(tinfer_model_params *p) {
     if (p->tp < 0 || p->tp > TINFER_TP_MAX)
         return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
-                              "tinfer_model_load: tp %d (0 or 1: off, else 2..%d ranks)",
+                              "tinfer_model_load: tp %d (0: off, else 1..%d ranks)",
                               (int)p->tp, TINFER_TP_MAX);
     if (p->n_gpus < 0 || (p->n_gpus > 0 && !p->gpus))
         return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
                               "tinfer_model_load: n_gpus %d with gpus %s", (int)p->n_gpus,
                               p->gpus ? "set" : "NULL");
-    const int32_t ranks = p->tp > 1 ? p->tp : 1;
+    const int32_t ranks = p->tp >= 1 ? p->tp : 1;
     if (p->n_gpus > 0) {
         if (p->backend == TINFER_BACKEND_CPU)
             return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
@@ -124,13 +131,8 @@ static tinfer_status check_parallel(tinfer_model_params *p) {
         }
         if (p->backend == TINFER_BACKEND_AUTO) p->backend = TINFER_BACKEND_CUDA;
     }
-    if (p->tp > 1 && p->backend == TINFER_BACKEND_CUDA) return tp_needs_nccl(p->tp);
-#ifdef TINFER_HAVE_CUDA
-    if (p->n_gpus == 1 && p->gpus[0] != 0)
-        return tinfer_err_set(NULL, TINFER_ERR_UNSUPPORTED,
-                              "the CUDA backend runs on device 0 for now (gpus {%d}: set "
-                              "CUDA_VISIBLE_DEVICES=%d instead)",
-                              (int)p->gpus[0], (int)p->gpus[0]);
+#ifndef TINFER_HAVE_NCCL
+    if (p->tp >= 1 && p->backend == TINFER_BACKEND_CUDA) return tp_needs_nccl(p->tp);
 #endif
     return TINFER_OK;
 }
@@ -192,20 +194,43 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
     omp_set_num_threads(m->n_threads);
     rc = TINFER_ERR_NO_DEVICE;
 #ifdef TINFER_HAVE_CUDA
-    if (p.backend != TINFER_BACKEND_CPU && p.tp > 1) {
+    const int32_t dev0 = p.n_gpus > 0 ? p.gpus[0] : 0;
+    if (p.backend != TINFER_BACKEND_CPU && p.tp >= 1) {
         /* AUTO: the CPU shards only where no usable GPU would be taken */
         tinfer_device_info dev;
-        rc = tinfer_device_probe(0, &dev, &sub);
-        if (rc == TINFER_OK || (rc != TINFER_ERR_NO_DEVICE && rc != TINFER_ERR_UNSUPPORTED)) {
+        rc = tinfer_device_probe(dev0, &dev, &sub);
+        if (rc == TINFER_OK || p.backend == TINFER_BACKEND_CUDA ||
+            (rc != TINFER_ERR_NO_DEVICE && rc != TINFER_ERR_UNSUPPORTED)) {
+#ifdef TINFER_HAVE_NCCL
+            int32_t devs[TINFER_TP_MAX];
+            for (int32_t r = 0; r < p.tp; r++)
+                devs[r] = p.n_gpus > 0 ? p.gpus[r] : r;
+            const tinfer_tp_allreduce *ar = NULL;
+            if (rc == TINFER_OK) rc = tinfer_tp_nccl_create(p.tp, devs, &ar, &sub);
+            if (rc == TINFER_OK) {
+                m->backend = TINFER_BACKEND_CUDA;
+                m->ops = &tinfer_backend_tp;
+                rc = tinfer_tp_model_init(&tinfer_backend_cuda, p.tp, ar, &m->cfg, &m->w,
+                                          m->n_threads, &m->be_state, &m->dev_w, &sub);
+            }
+            if (rc != TINFER_OK) {
+                tinfer_err_copy(NULL, &sub, rc);
+                m->be_state = NULL;
+                tinfer_model_free(m);
+                return rc;
+            }
+#else
             if (rc == TINFER_OK) rc = tp_needs_nccl(p.tp);
             else tinfer_err_copy(NULL, &sub, rc);
             tinfer_model_free(m);
             return rc;
+#endif
         }
     } else if (p.backend != TINFER_BACKEND_CPU) {
         m->backend = TINFER_BACKEND_CUDA;
         m->ops = &tinfer_backend_cuda;
-        rc = m->ops->model_init(&m->cfg, &m->w, m->n_threads, &m->be_state, &m->dev_w, &sub);
+        rc = m->ops->model_init(&m->cfg, &m->w, m->n_threads, dev0, &m->be_state, &m->dev_w,
+                                &sub);
         /* AUTO: no usable GPU (none, or none this binary has code for) means the CPU */
         if (rc != TINFER_OK && (p.backend == TINFER_BACKEND_CUDA ||
                                 (rc != TINFER_ERR_NO_DEVICE && rc != TINFER_ERR_UNSUPPORTED))) {
@@ -217,13 +242,13 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
 #endif
     if (rc != TINFER_OK) {
         m->backend = TINFER_BACKEND_CPU;
-        m->ops = p.tp > 1 ? &tinfer_backend_tp : &tinfer_backend_cpu;
+        m->ops = p.tp >= 1 ? &tinfer_backend_tp : &tinfer_backend_cpu;
         m->be_state = NULL;
-        if (p.tp > 1)
+        if (p.tp >= 1)
             rc = tinfer_tp_model_init(&tinfer_backend_cpu, p.tp, NULL, &m->cfg, &m->w,
                                       m->n_threads, &m->be_state, &m->dev_w, &sub);
         else
-            rc = m->ops->model_init(&m->cfg, &m->w, m->n_threads, &m->be_state, &m->dev_w, &sub);
+            rc = m->ops->model_init(&m->cfg, &m->w, m->n_threads, 0, &m->be_state, &m->dev_w, &sub);
         if (rc != TINFER_OK) {
             tinfer_err_copy(NULL, &sub, rc);
             tinfer_model_free(m);

@@ -13,8 +13,11 @@
  *   tgN      N single-token steps of one sequence from an empty cache: N / time
  *   tgN@bB   B sequences (16-token prompts first, not timed), then N steps of one token per
  *            sequence, all B in each step (M = B): aggregate B * N / time
- * --tp N,...: the model is loaded once per value (tensor-parallel shards; 0 or 1 off) and every
- * test runs on each, as its own rows (backend "cpu tp2"; json / csv field tp).
+ * --tp N,...: the model is loaded once per value (tensor-parallel shards; 0 off, 1 one rank
+ * through the tensor-parallel path) and every test runs on each, as its own rows (backend "cuda
+ * tp2"; json / csv field tp); a value needing more GPUs than the machine has is left out with a
+ * note. On several GPUs a decode row's bandwidth is a percentage of that many cards' copy
+ * bandwidth.
  * Each test runs once untimed (warm-up), then -r times. For every test the table gives the
  * kernels its GEMMs run on (tinfer_model_route_desc), the weight-read rate of decode tests in
  * GB/s (tinfer_model_weight_bytes per step) as a percentage of the peak bandwidth, and the
@@ -271,11 +274,12 @@ static void usage(void) {
         "  --fused auto|0|1       CUDA: run a small model's decode steps (<= 8 sequences) as\n"
         "                         one fused kernel: where it measured faster (auto, the\n"
         "                         default: one sequence), never (0) or whenever it can (1)\n"
-        "  --tp N,...             tensor parallelism over N shards (default 1: off); each value\n"
-        "                         loads the model again and runs every test as its own rows.\n"
-        "                         On the CPU the shards run one after another (a check of the\n"
-        "                         split, not faster); on CUDA it needs a build with NCCL (none\n"
-        "                         yet: an error)\n"
+        "  --tp N,...             tensor parallelism over N shards (default 0: off; 1: one\n"
+        "                         rank through the tensor-parallel path); each value loads the\n"
+        "                         model again and runs every test as its own rows. On CUDA one\n"
+        "                         GPU a shard, through NCCL (values needing more GPUs than\n"
+        "                         there are: left out); on the CPU the shards run one after\n"
+        "                         another (a check of the split, not faster)\n"
         "  --gpus 0,1,...         CUDA devices, one per shard (default 0, 1, ...)\n"
         "  --no-peak              skip measuring the peaks (CPU: read bandwidth; GPU: copy\n"
         "                         bandwidth and cuBLAS BF16 GEMM) the results are compared with\n"
@@ -293,9 +297,11 @@ static const char *num(char *buf, size_t cap, const char *fmt, double v, const c
     return buf;
 }
 
-/* The test's share of the peaks, in percent; 0 where not measured or not applicable. */
+/* The test's share of the peaks, in percent; 0 where not measured or not applicable. Several
+ * GPUs (tensor parallelism): of as many times one card's bandwidth. */
 static double pct_bw(const test_result *r, double peak_gbs) {
-    return r->kind == 'g' && peak_gbs > 0 ? 100 * r->gbs / peak_gbs : 0;
+    const double n = r->n_gpus > 1 ? r->n_gpus : 1;
+    return r->kind == 'g' && peak_gbs > 0 ? 100 * r->gbs / (n * peak_gbs) : 0;
 }
 static double pct_flops(const test_result *r, double peak_gflops) {
     return r->kind == 'p' && peak_gflops > 0 ? 100 * r->gflops / peak_gflops : 0;
@@ -376,7 +382,7 @@ static void print_results(out_fmt fmt, const char *desc, double n_params, int64_
         else
             snprintf(gf, sizeof gf, "%.1f", r[i].gflops);
         char be[32];
-        snprintf(be, sizeof be, r[i].tp > 1 ? "%s tp%d" : "%s", backend, (int)r[i].tp);
+        snprintf(be, sizeof be, r[i].tp >= 1 ? "%s tp%d" : "%s", backend, (int)r[i].tp);
         printf("| %s | %d | %s | %.2f ± %.2f | %s | %s | %s | %s | %s | %s |\n", be, threads,
                r[i].name, r[i].mean, r[i].sd, gb,
                num(b1, sizeof b1, "%.0f%%", pct_bw(&r[i], pk->bw_gbs), ""), gf,
@@ -530,6 +536,12 @@ int main(int argc, char **argv) {
             mp.tp = tps[t];
             fprintf(stderr, "tinfer-bench: loading %s with --tp %d\n", dir, (int)tps[t]);
             if (tinfer_model_load(dir, &mp, &b.model) != TINFER_OK) {
+                if (tinfer_last_error() && strstr(tinfer_last_error(), "GPUs, but")) {
+                    /* fewer GPUs here than this value asks: its rows are left out */
+                    fprintf(stderr, "tinfer-bench: --tp %d skipped: %s\n", (int)tps[t],
+                            tinfer_last_error());
+                    continue;
+                }
                 fail("--tp %d: %s", (int)tps[t], tinfer_last_error());
                 goto done;
             }
@@ -550,8 +562,11 @@ int main(int argc, char **argv) {
                 n_res++;
             }
         }
-        for (int i = first; i < n_res; i++)
+        const bool on_gpus = tinfer_model_backend(b.model) == TINFER_BACKEND_CUDA;
+        for (int i = first; i < n_res; i++) {
             res[i].tp = tps[t];
+            res[i].n_gpus = on_gpus ? (tps[t] > 1 ? tps[t] : 1) : 0;
+        }
     }
     if (isatty(2)) fprintf(stderr, "\r%60s\r", "");
     print_results(fmt, desc, n_params, wbytes, pk.where, n_threads, &pk, res, n_res);

@@ -12,6 +12,7 @@ typedef struct test_result {
     char kind; /* 'p' prefill, 'g' decode */
     int32_t tokens, batch;
     int32_t tp;      /* tensor-parallel shards of the model it ran on (0: off) */
+    int32_t n_gpus;  /* GPUs it ran on (its bandwidth is compared with n_gpus x one card's) */
     double mean, sd; /* tok/s (decode with batch B: aggregate over the B sequences) */
     double gbs;      /* decode: weight bytes read per second */
     double gflops;   /* prefill */

@@ -292,19 +292,22 @@ extern "C" bool tinfer_op_cuda_step_ok(const tinfer_op_cuda_step_model *m,
 template <int D, int NB>
 static tinfer_status ds_launch(const ds_args &a, int32_t grid, size_t smem, cudaStream_t stream,
                                tinfer_err *err) {
-    static int attr_done; /* per instance: the shared-memory opt-in, once per process */
-    cudaError_t e = cudaSuccess;
-    if (!attr_done) {
+    /* per instance: the shared-memory opt-in, once per device (bit d: device d, d < 64; a
+     * larger ordinal asks every launch); several host threads may race to set a bit, harmlessly */
+    static unsigned long long attr_devs;
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    const unsigned long long bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
+    if (e == cudaSuccess && !(__atomic_load_n(&attr_devs, __ATOMIC_ACQUIRE) & bit))
         e = cudaFuncSetAttribute(decode_step_kernel<D, NB>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  TINFER_OP_CUDA_STEP_MAX_SMEM);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            return tinfer_err_set(err, TINFER_ERR_CUDA, "decode_step: shared memory opt-in: %s",
-                                  cudaGetErrorString(e));
-        }
-        attr_done = 1;
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return tinfer_err_set(err, TINFER_ERR_CUDA, "decode_step: shared memory opt-in: %s",
+                              cudaGetErrorString(e));
     }
+    __atomic_fetch_or(&attr_devs, bit, __ATOMIC_RELEASE);
     void *args[] = {(void *)&a};
     e = cudaLaunchCooperativeKernel((const void *)decode_step_kernel<D, NB>, dim3(grid),
                                     dim3(DS_BLOCK), args, smem, stream);

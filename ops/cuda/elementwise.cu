@@ -204,8 +204,8 @@ static __device__ __forceinline__ void am_take(float v, int32_t i, float &bv, in
 
 template <bool VEC>
 static __global__ void __launch_bounds__(ARGMAX_THREADS)
-    argmax_kernel(int32_t *__restrict__ ids, const float *__restrict__ logits, int32_t V,
-                  int64_t ld) {
+    argmax_kernel(int32_t *__restrict__ ids, float *__restrict__ vals,
+                  const float *__restrict__ logits, int32_t V, int64_t ld) {
     tops_pdl_enter();
     __shared__ float sv[ARGMAX_THREADS / 32];
     __shared__ int32_t si[ARGMAX_THREADS / 32];
@@ -251,13 +251,23 @@ static __global__ void __launch_bounds__(ARGMAX_THREADS)
             am_take(ov, oi, bv, bi);
         }
         /* INT_MAX: every entry was NaN; 0, as the CPU's scan that nothing beats */
-        if (threadIdx.x == 0) ids[blockIdx.x] = bi == INT_MAX ? 0 : bi;
+        if (threadIdx.x == 0) {
+            ids[blockIdx.x] = bi == INT_MAX ? 0 : bi;
+            if (vals) vals[blockIdx.x] = bi == INT_MAX ? __int_as_float(0x7fc00000) : bv;
+        }
     }
 }
 
 extern "C" tinfer_status tinfer_op_cuda_argmax(int32_t *ids, const float *logits, int32_t n_out,
                                                int32_t V, int64_t ld, cudaStream_t stream,
                                                tinfer_err *err) {
+    return tinfer_op_cuda_argmax_val(ids, NULL, logits, n_out, V, ld, stream, err);
+}
+
+extern "C" tinfer_status tinfer_op_cuda_argmax_val(int32_t *ids, float *vals,
+                                                   const float *logits, int32_t n_out, int32_t V,
+                                                   int64_t ld, cudaStream_t stream,
+                                                   tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     TOPS_REQUIRE(err, n_out >= 0 && V >= 1 && ld >= V, "argmax", "bad sizes n_out=%d V=%d ld=%lld",
                  n_out, V, (long long)ld);
@@ -266,7 +276,7 @@ extern "C" tinfer_status tinfer_op_cuda_argmax(int32_t *ids, const float *logits
     {
         const bool vec = ld % 4 == 0 && tops_host_aligned(logits, 16);
         TOPS_LAUNCH(err, "argmax_kernel", vec ? argmax_kernel<true> : argmax_kernel<false>, n_out,
-                    ARGMAX_THREADS, 0, stream, ids, logits, V, ld);
+                    ARGMAX_THREADS, 0, stream, ids, vals, logits, V, ld);
     }
 cleanup:
     return status;

@@ -146,6 +146,12 @@ tinfer_status tinfer_op_cuda_attention_decode_split(const tinfer_op_cuda_kv *kv,
  * NaN never wins; a row of only NaN gives 0 (as a row of only -inf does). */
 tinfer_status tinfer_op_cuda_argmax(int32_t *ids, const float *logits, int32_t n_out, int32_t V,
                                     int64_t ld, cudaStream_t stream, tinfer_err *err);
+/* The same, and vals[r] = the maximum itself (NaN for a row of only NaN): a tensor-parallel
+ * rank's best logit of its vocabulary slice, compared across ranks on the host. vals NULL: as
+ * tinfer_op_cuda_argmax. */
+tinfer_status tinfer_op_cuda_argmax_val(int32_t *ids, float *vals, const float *logits,
+                                        int32_t n_out, int32_t V, int64_t ld, cudaStream_t stream,
+                                        tinfer_err *err);
 
 /* out[i] = bf16(in[i]), i < count (round to nearest even, NaN stays NaN). */
 tinfer_status tinfer_op_cuda_cast_f32_bf16(uint16_t *out, const float *in, int64_t count,

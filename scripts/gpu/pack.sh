@@ -8,8 +8,8 @@
 #   BUILD_DIR  build folder (default build-gpu; configured with -DTINFER_CUDA=ON when it has no
 #              CMakeCache.txt yet, else built as configured)
 #   DEST       the folder the device run carries (default .devcarry, ignored by git)
-# Fails when a ctest test with label gpu has no `test` line in the list, or when the tarball is
-# larger than 60 MiB.
+# Fails when a ctest test with label gpu has no `test` line in the list (gpu-multi: no `multi`
+# line), or when the tarball is larger than 60 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build-gpu}
@@ -25,7 +25,7 @@ fi
 bins=$(awk '!/^[[:space:]]*(#|$)/ {
     if ($1 == "profile") print $5;
     else if ($1 == "bin") print $2;
-    else if ($1 ~ /^(test|memcheck|racecheck|bench|longbench)$/ && $3 != "-") print $4 }' "$LIST" | sort -u)
+    else if ($1 ~ /^(test|memcheck|racecheck|bench|longbench|multi|multibench)$/ && $3 != "-") print $4 }' "$LIST" | sort -u)
 data=$(awk '$1 == "data" {print $2}' "$LIST")
 if [ -z "$bins" ]; then
     echo "error: $LIST names no binaries" >&2
@@ -42,9 +42,16 @@ if [ -n "$dups" ]; then
     exit 1
 fi
 listed=$(awk '$1 == "test" {print $2}' "$LIST" | sort -u)
-missing=$(ctest --test-dir "$BUILD" -N -L gpu | sed -n 's/^ *Test *#[0-9]*: *//p' | sort -u | comm -23 - <(echo "$listed"))
+missing=$(ctest --test-dir "$BUILD" -N -L '^gpu$' | sed -n 's/^ *Test *#[0-9]*: *//p' | sort -u | comm -23 - <(echo "$listed"))
 if [ -n "$missing" ]; then
     echo "error: ctest tests with label gpu missing from $LIST (add a 'test' line each):" >&2
+    echo "$missing" >&2
+    exit 1
+fi
+listed=$(awk '$1 == "multi" {print $2}' "$LIST" | sort -u)
+missing=$(ctest --test-dir "$BUILD" -N -L '^gpu-multi$' | sed -n 's/^ *Test *#[0-9]*: *//p' | sort -u | comm -23 - <(echo "$listed"))
+if [ -n "$missing" ]; then
+    echo "error: ctest tests with label gpu-multi missing from $LIST (add a 'multi' line each):" >&2
     echo "$missing" >&2
     exit 1
 fi
@@ -63,11 +70,12 @@ done
 # Libraries the device image may lack (libtinfer and what it needs: cJSON, PCRE2, OpenMP's
 # runtime; the server's libmicrohttpd and GnuTLS): every library the binaries resolve here is
 # copied into pack/lib, which run.sh puts on LD_LIBRARY_PATH, except the C library's own and
-# the CUDA runtime, cuBLAS and the driver, which stay the device's.
+# the CUDA runtime, cuBLAS, NCCL (214 MB; the device image has it) and the driver, which stay the
+# device's.
 mkdir -p "$stage/pack/lib"
 for b in $bins; do
     ldd "$BUILD/bin/$b" | awk '$3 ~ /^\// {print $3}' |
-        grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux[^/]*)\.so|/lib(cuda|cudart|cublas|cublasLt|nvidia-[^/]*|nvrtc|nvJitLink)\.so' || true
+        grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux[^/]*)\.so|/lib(cuda|cudart|cublas|cublasLt|nccl|nvidia-[^/]*|nvrtc|nvJitLink)\.so' || true
 done | sort -u | while read -r lib; do
     cp -L "$lib" "$stage/pack/lib/"
 done

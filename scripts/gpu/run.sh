@@ -6,8 +6,10 @@
 #
 # usage: bash scripts/gpu/run.sh [PACK_DIR] [PHASES]
 #   PACK_DIR  holds pack.tar.gz (default .devcarry)
-#   PHASES    comma-separated, run in this order: test, memcheck, racecheck, bench, long
-#             (default test,memcheck,racecheck,bench; long: the FP32 sweep, its table, ncu)
+#   PHASES    comma-separated, run in this order: test, memcheck, racecheck, bench, long,
+#             multi (default test,memcheck,racecheck,bench; long: the FP32 sweep, its table,
+#             ncu; multi: tensor parallelism over several GPUs, the `multi` and `multibench`
+#             lines: on a machine of 2+ GPUs, `bash scripts/gpu/run.sh .devcarry test,multi`)
 # Unpacks, runs the lines of the pack's tests.txt (scripts/gpu/tests.txt) phase by phase: every
 # test; compute-sanitizer memcheck / racecheck where it exists; the benchmarks. Each step has its
 # own time limit, and the run as a whole GPU_RUN_BUDGET_S seconds (default 540): steps that would
@@ -144,10 +146,11 @@ phase_on() { case ",$PHASES," in *",$1,"*) return 0 ;; esac; return 1; }
 last_line() { grep -v '^[[:space:]]*$' "$1" | tail -1 | cut -c1-90; }
 
 declare -A test_status test_rc
-# ---- phase test ----
-if phase_on test; then
+# ---- phase test (and multi: its `multi` lines) ----
+run_tests() { # kind
+    local i name bin args st key
     for i in "${!l_kind[@]}"; do
-        [ "${l_kind[$i]}" = test ] || continue
+        [ "${l_kind[$i]}" = "$1" ] || continue
         name=${l_name[$i]}
         read -r bin args <<< "$(expand "${l_cmd[$i]}")"
         if binary_broken "$bin"; then
@@ -175,7 +178,8 @@ if phase_on test; then
         test_status[$name]=$st
         test_rc[$name]=$rc
     done
-fi
+}
+phase_on test && run_tests test
 
 # ---- phases memcheck, racecheck ----
 sanitize() { # tool
@@ -368,6 +372,9 @@ server_bench() {
 phase_on bench && run_benches bench
 phase_on bench && step_on server_bench && server_bench
 phase_on long && run_benches longbench profile
+# several GPUs: tensor parallelism's tests (skipped on fewer GPUs) and benchmarks
+phase_on multi && run_tests multi
+phase_on multi && run_benches multibench
 
 # ---- headline rows (as in gemm/tc/README.md and gemm/decode/README.md) and the FP32 table ----
 {

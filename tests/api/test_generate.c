@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
     free(out);
     free(err);
     static const char *bad[] = {"--tp 3", "--tp -1", "--tp 2x", "--gpus 0,0", "--gpus 0,,1",
-                                "--backend cpu --gpus 0", "--tp 2 --backend cuda"};
+                                "--backend cpu --gpus 0", "--tp 2 --backend cuda --gpus 0,99"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rc = run(bin, fixture, prompt, bad[i], &out, &n_out, &err);
         const char *nl = err ? strchr(err, '\n') : NULL;

@@ -22,7 +22,7 @@ add_test(NAME bench_png COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:tinfer-be
                                  -DMODEL=${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama
                                  -DPREFIX=${CMAKE_CURRENT_BINARY_DIR}/bench-png
                                  -P ${CMAKE_CURRENT_LIST_DIR}/check_png.cmake)
-# bench_tp: --tp 1,2 runs every test on the unsplit and the 2-shard model, as rows of their own.
+# bench_tp: --tp 1,2 runs every test on the one-rank and the 2-shard model, as rows of their own.
 add_test(NAME bench_tp COMMAND tinfer-bench -m ${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama
                                --backend cpu --tp 1,2 -p 16 -n 2 -r 1 -o json --no-peak)
 set_tests_properties(bench_tp PROPERTIES PASS_REGULAR_EXPRESSION

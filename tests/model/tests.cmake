@@ -78,3 +78,17 @@ add_test(NAME tp COMMAND test_tp ${TINFER_MODEL_TEST_DIR}/fixtures/tiny-llama
                              ${TINFER_MODEL_TEST_DIR}/fixtures/config-small64
                              ${CMAKE_CURRENT_BINARY_DIR}/tp-work)
 set_tests_properties(tp PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT TINFER_CPU_GEMM=f32)
+
+# gpu_tp1 (label gpu) and gpu_tp2 / gpu_tp4 (label gpu-multi): tensor parallelism on CUDA
+# (models/tp_nccl.c) against the same model without it: tp 1 bit for bit, tp 2 and 4 within
+# the summation-order bound; greedy and batched decode. Skipped (77) without a GPU, without NCCL
+# in the build, or with fewer GPUs than ranks.
+add_executable(test_gpu_tp ${TINFER_MODEL_TEST_DIR}/test_gpu_tp.c)
+target_link_libraries(test_gpu_tp PRIVATE tinfer_shared ${MATH_LIB})
+add_test(NAME gpu_tp1 COMMAND test_gpu_tp ${TINFER_MODEL_TEST_DIR}/fixtures/config-small64 1)
+set_tests_properties(gpu_tp1 PROPERTIES LABELS gpu TIMEOUT 300 SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
+foreach(n 2 4)
+  add_test(NAME gpu_tp${n} COMMAND test_gpu_tp ${TINFER_MODEL_TEST_DIR}/fixtures/config-small64 ${n})
+  set_tests_properties(gpu_tp${n} PROPERTIES LABELS gpu-multi TIMEOUT 300
+                       SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
+endforeach()

@@ -317,15 +317,33 @@ static void test_argmax(int32_t n_out, int32_t V, int64_t ld, size_t off) {
     CK(cudaStreamSynchronize(g_stream));
     std::vector<int32_t> ids = di.get();
     int bad = di.guards_ok(label);
+    /* with the values (tensor parallelism's per-rank greedy logit): the same ids, and each
+     * row's value at its id, NaN for a row of only NaN */
+    dbuf<int32_t> di2;
+    dbuf<float> dv;
+    di2.alloc(n_out, SENT_I32);
+    dv.alloc(n_out, 0.0f);
+    CKT(tinfer_op_cuda_argmax_val(di2.p, dv.p, dl.p, n_out, V, ld, g_stream, &e_));
+    CK(cudaStreamSynchronize(g_stream));
+    std::vector<int32_t> ids2 = di2.get();
+    std::vector<float> vals = dv.get();
+    bad |= di2.guards_ok(label) | dv.guards_ok(label);
     for (int32_t r = 0; r < n_out && !bad; r++) {
-        const int32_t want = argmax_ref(&lg[(size_t)r * ld], V);
-        if (ids[r] != want) {
-            printf("  %s: row %d (kind %d): %d, want %d\n", label, r, r % 7, ids[r], want);
+        const float *row = &lg[(size_t)r * ld];
+        const int32_t want = argmax_ref(row, V);
+        bool all_nan = true;
+        for (int32_t j = 0; j < V && all_nan; j++)
+            all_nan = row[j] != row[j];
+        const bool val_ok = all_nan ? vals[r] != vals[r]
+                                    : memcmp(&vals[r], &row[want], sizeof(float)) == 0;
+        if (ids[r] != want || ids2[r] != want || !val_ok) {
+            printf("  %s: row %d (kind %d): %d / %d (value %g), want %d (%g)\n", label, r, r % 7,
+                   ids[r], ids2[r], vals[r], want, row[want]);
             bad = 1;
         }
     }
     verdict(label, bad);
-    dl.free_(), di.free_();
+    dl.free_(), di.free_(), di2.free_(), dv.free_();
 }
 
 /* ---- cast: exact, bit for bit tinfer_f32_to_bf16 (NaN payloads included) ---- */
