@@ -28,6 +28,7 @@
  * correlated part; an indexing or layout bug gives O(1). NaN fails every comparison.
  */
 #include "tinfer.h"
+#include "logits_util.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -63,29 +64,6 @@ static tinfer_context *context(tinfer_model *m, int32_t n_seq, int32_t fused) {
         test_failures++;
     }
     return c;
-}
-
-/* relative RMS difference of two rows of n logits; NaN when either holds a NaN */
-static double rel_rms(const float *a, const float *ref, int32_t n) {
-    double d = 0, r = 0;
-    for (int32_t i = 0; i < n; i++) {
-        d += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
-        r += (double)ref[i] * ref[i];
-    }
-    return sqrt(d / (r > 0 ? r : 1));
-}
-
-/* (top-1 - top-2) / RMS of the row: below TOL_REL_RMS the two are a tie within the BF16 bound */
-static double top2_gap(const float *x, int32_t n) {
-    double a = -INFINITY, b = -INFINITY, ss = 0;
-    for (int32_t i = 0; i < n; i++) {
-        ss += (double)x[i] * x[i];
-        if (x[i] > a)
-            b = a, a = x[i];
-        else if (x[i] > b)
-            b = x[i];
-    }
-    return (a - b) / sqrt(ss / n > 0 ? ss / n : 1);
 }
 
 /* Greedy sequences must agree token for token; they may part only at a step whose top two

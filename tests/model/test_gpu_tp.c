@@ -22,6 +22,7 @@
  * fused and the op-by-op decode step (tests/model/test_gpu_model.c, bound 0.02); an indexing,
  * head or KV-layout bug gives O(1).
  */
+#include "logits_util.h"
 #include "test_util.h"
 #include "tinfer.h"
 
@@ -59,28 +60,6 @@ static tinfer_context *context(tinfer_model *m, int32_t n_seq) {
         test_failures++;
     }
     return c;
-}
-
-static double rel_rms(const float *a, const float *ref, int32_t n) {
-    double d = 0, r = 0;
-    for (int32_t i = 0; i < n; i++) {
-        d += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
-        r += (double)ref[i] * ref[i];
-    }
-    return sqrt(d / (r > 0 ? r : 1));
-}
-
-/* (top-1 - top-2) / RMS of a row of logits */
-static double top2_gap(const float *x, int32_t n) {
-    double a = -INFINITY, b = -INFINITY, ss = 0;
-    for (int32_t i = 0; i < n; i++) {
-        ss += (double)x[i] * x[i];
-        if (x[i] > a)
-            b = a, a = x[i];
-        else if (x[i] > b)
-            b = x[i];
-    }
-    return (a - b) / sqrt(ss / n > 0 ? ss / n : 1);
 }
 
 /* Prefill N_PROMPT tokens with every row's logits, then N_DECODE steps; out [R][V]. */
