@@ -164,6 +164,9 @@ typedef struct tinfer_backend_ops {
     /* Launch counts (tinfer_context_stats' backend fields); NULL where there are none (CPU). */
     void (*stats)(const void *cs, int64_t *graph_replays, int64_t *graph_captures,
                   int32_t *last_step_kernels, int64_t *fused_steps);
+    /* Tensor parallelism: one all-reduce of a token's residual row, timed alone (F32 and BF16,
+     * microseconds; tinfer_context_stats); NULL, or 0s, where there is none to time. */
+    void (*tp_timing)(void *cs, double *f32_us, double *bf16_us);
     /* *ptr = the host memory of activation buffer `buf` of this context (F32, [rows, width]
      * row-major, the widths above), for work on it between two ops: the tensor-parallel
      * backend's host all-reduce (models/backend_tp.c). NULL where the buffers are not host

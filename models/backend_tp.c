@@ -683,27 +683,46 @@ static tinfer_status tp_logits(void *cs, bool need_logits, const float **host_lo
         *host_ids = c->ids;
         return TINFER_OK;
     }
-    for (int32_t r = 0; r < m->n_rank; r++) {
-        const int64_t vr = m->v0[r + 1] - m->v0[r];
+    for (int32_t r = 0; r < m->n_rank; r++)
         if (!lgs[r])
             return tinfer_err_set(&c->err, TINFER_ERR_INTERNAL, "tp rank %d: no logits", (int)r);
-        for (int32_t j = 0; j < n_out; j++)
-            memcpy(c->logits + (size_t)j * (size_t)V + (size_t)m->v0[r],
-                   lgs[r] + (size_t)j * (size_t)vr, (size_t)vr * sizeof(float));
+    /* one rank holds the whole vocabulary: its rows are the logits as they are */
+    const float *all = lgs[0];
+    if (m->n_rank > 1) {
+        for (int32_t r = 0; r < m->n_rank; r++) {
+            const int64_t vr = m->v0[r + 1] - m->v0[r];
+            for (int32_t j = 0; j < n_out; j++)
+                memcpy(c->logits + (size_t)j * (size_t)V + (size_t)m->v0[r],
+                       lgs[r] + (size_t)j * (size_t)vr, (size_t)vr * sizeof(float));
+        }
+        all = c->logits;
     }
+    bool picks = true; /* every rank's greedy logit is there (CUDA ranks): no scan of the rows */
+    for (int32_t r = 0; r < m->n_rank; r++)
+        picks = picks && ids[r] && vals[r];
     for (int32_t j = 0; j < n_out; j++) {
-        const float *x = c->logits + (size_t)j * (size_t)V;
+        if (picks) {
+            c->ids[j] = reduce_pick(m, ids, vals, j);
+            continue;
+        }
+        const float *x = all + (size_t)j * (size_t)V;
         int64_t best = -1;
         for (int64_t i = 0; i < V; i++)
             if (x[i] == x[i] && (best < 0 || x[i] > x[best])) best = i;
         c->ids[j] = best < 0 ? 0 : (int32_t)best;
     }
-    *host_logits = need_logits ? c->logits : NULL;
+    *host_logits = need_logits ? all : NULL;
     *host_ids = c->ids;
     return TINFER_OK;
 }
 
 static const char *tp_last_error(const void *cs) { return ((const tp_ctx *)cs)->err.msg; }
+
+static void tp_timing(void *cs, double *f32_us, double *bf16_us) {
+    const tp_ctx *c = cs;
+    *f32_us = *bf16_us = 0;
+    if (c->m->ar->timing) c->m->ar->timing(c->m->ar->self, f32_us, bf16_us);
+}
 
 /* Launch counts: the steps rank 0 replayed / captured (every rank runs the same steps), the
  * kernels of the last step on all ranks together (none on CPU ranks). */
@@ -739,4 +758,5 @@ const tinfer_backend_ops tinfer_backend_tp = {
     .logits = tp_logits,
     .last_error = tp_last_error,
     .stats = tp_stats,
+    .tp_timing = tp_timing,
 };

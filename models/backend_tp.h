@@ -52,7 +52,8 @@
  *              greedy logit of its vocabulary slice). NULL: one rank after another, every rank
  *              asked for its logits, gathered and reduced on the host.
  *   destroy    frees self when the model goes (the model owns the implementation it was given
- *              once tinfer_tp_model_init is called, whether that succeeds or not). */
+ *              once tinfer_tp_model_init is called, whether that succeeds or not)
+ *   timing     times one all-reduce of a token's residual row alone (tinfer_context_stats). */
 typedef struct tinfer_tp_allreduce {
     const char *name;
     tinfer_status (*check)(const void *self, const tinfer_backend_ops *rank_ops, tinfer_err *err);
@@ -65,6 +66,8 @@ typedef struct tinfer_tp_allreduce {
                             int32_t n_rank, bool need_logits, const float **lg,
                             const int32_t **ids, const float **vals, tinfer_err *err);
     void (*destroy)(void *self);
+    /* one all-reduce of a token's residual row timed alone, F32 and BF16 (us; NULL: none) */
+    void (*timing)(void *self, double *f32_us, double *bf16_us);
     void *self;
 } tinfer_tp_allreduce;
 

@@ -8,7 +8,8 @@
  * stream recorded here; then logits() launches every rank's step, rank 0 from the calling
  * thread and rank r > 0 from worker thread r, each waiting for its own stream. The ranks'
  * all-reduces meet on the GPUs; a decode step's graph captures them with the kernels (NCCL
- * supports stream capture).
+ * supports stream capture). The same threads time an all-reduce alone on request
+ * (tinfer_context_stats: F32 as the steps run it, BF16 for comparison).
  * Failure: a rank whose step fails may leave the others waiting inside a collective it never
  * reached; the failing rank aborts the communicators at once (ncclCommAbort ends the waiting
  * kernels: the step is lost anyway), the error is reported, and every later step of the model
@@ -26,7 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct nccl_tp {
+typedef struct nccl_tp nccl_tp;
+struct nccl_tp {
     tinfer_tp_allreduce ar; /* ar.self == this */
     int32_t n;
     int32_t dev[TINFER_TP_MAX];
@@ -39,13 +41,18 @@ typedef struct nccl_tp {
     uint64_t gen;    /* steps handed out */
     int32_t pending; /* workers still running the current one */
     bool quit, broken;
+    void (*job)(struct nccl_tp *t, int32_t r); /* what the workers run: run_rank or time_rank */
     const tinfer_backend_ops *ops;
     void *const *rcs;
     bool need_logits;
     const float **lg, **vals;
     const int32_t **ids;
     tinfer_status rc[TINFER_TP_MAX];
-} nccl_tp;
+    /* the all-reduce timing (nccl_timing): one token's residual row, F32 and BF16 */
+    int64_t row;
+    bool timed;
+    double us[2];
+};
 
 typedef struct worker_arg {
     nccl_tp *t;
@@ -87,7 +94,7 @@ static void *worker(void *p) {
         if (t->quit) break;
         seen = t->gen;
         pthread_mutex_unlock(&t->mu);
-        run_rank(t, a.r);
+        t->job(t, a.r);
         pthread_mutex_lock(&t->mu);
         if (--t->pending == 0) pthread_cond_signal(&t->done);
     }
@@ -153,6 +160,77 @@ static tinfer_status nccl_ctx_ready(void *self, const tinfer_backend_ops *rank_o
     return TINFER_OK;
 }
 
+/* Runs job on every rank at once (rank 0 here, the others on their threads) and returns when
+ * all are done. */
+static void run_all(nccl_tp *t, void (*job)(nccl_tp *, int32_t)) {
+    pthread_mutex_lock(&t->mu);
+    t->job = job;
+    t->pending = t->n - 1;
+    t->gen++;
+    pthread_cond_broadcast(&t->go);
+    pthread_mutex_unlock(&t->mu);
+    job(t, 0);
+    pthread_mutex_lock(&t->mu);
+    while (t->pending > 0)
+        pthread_cond_wait(&t->done, &t->mu);
+    pthread_mutex_unlock(&t->mu);
+}
+
+#define TIME_WARM 5
+#define TIME_REPS 20
+
+static int cmp_f(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Rank r's part of the timing: TIME_WARM then TIME_REPS in-place all-reduces of t->row values,
+ * F32 then BF16, each between two events on a stream of its own; rank 0 keeps the medians. The
+ * values are whatever cudaMalloc left (an all-reduce's time does not depend on them). */
+static void time_rank(nccl_tp *t, int32_t r) {
+    cudaSetDevice(t->dev[r]);
+    cudaStream_t st = NULL;
+    void *buf = NULL;
+    cudaEvent_t ev[TIME_REPS + 1] = {0};
+    float ms[TIME_REPS];
+    bool ok = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess &&
+              cudaMalloc(&buf, (size_t)t->row * sizeof(float)) == cudaSuccess;
+    for (int i = 0; ok && i <= TIME_REPS; i++)
+        ok = cudaEventCreate(&ev[i]) == cudaSuccess;
+    for (int k = 0; k < 2; k++) { /* every rank issues the same collectives, ok or not */
+        const ncclDataType_t ty = k == 0 ? ncclFloat32 : ncclBfloat16;
+        for (int i = 0; i < TIME_WARM; i++)
+            ncclAllReduce(buf, buf, (size_t)t->row, ty, ncclSum, t->comm[r], st);
+        if (ok) cudaEventRecord(ev[0], st);
+        for (int i = 0; i < TIME_REPS; i++) {
+            ncclAllReduce(buf, buf, (size_t)t->row, ty, ncclSum, t->comm[r], st);
+            if (ok) cudaEventRecord(ev[i + 1], st);
+        }
+        if (ok) ok = cudaStreamSynchronize(st) == cudaSuccess;
+        for (int i = 0; ok && i < TIME_REPS; i++)
+            ok = cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]) == cudaSuccess;
+        if (ok && r == 0) {
+            qsort(ms, TIME_REPS, sizeof ms[0], cmp_f);
+            t->us[k] = 1e3 * ms[TIME_REPS / 2];
+        }
+    }
+    for (int i = 0; i <= TIME_REPS; i++)
+        if (ev[i]) cudaEventDestroy(ev[i]);
+    if (st) cudaStreamSynchronize(st), cudaStreamDestroy(st);
+    cudaFree(buf);
+    cudaGetLastError();
+}
+
+static void nccl_timing(void *self, double *f32_us, double *bf16_us) {
+    nccl_tp *t = self;
+    if (!t->timed && !t->broken) {
+        run_all(t, time_rank);
+        t->timed = true;
+    }
+    *f32_us = t->us[0];
+    *bf16_us = t->us[1];
+}
+
 static tinfer_status nccl_logits(void *self, const tinfer_backend_ops *rank_ops,
                                  void *const *rank_cs, int32_t n_rank, bool need_logits,
                                  const float **lg, const int32_t **ids, const float **vals,
@@ -161,22 +239,13 @@ static tinfer_status nccl_logits(void *self, const tinfer_backend_ops *rank_ops,
     if (t->broken)
         return tinfer_err_set(err, TINFER_ERR_CUDA,
                               "tp: an earlier step failed and its communicators were aborted");
-    pthread_mutex_lock(&t->mu);
     t->ops = rank_ops;
     t->rcs = rank_cs;
     t->need_logits = need_logits;
     t->lg = lg;
     t->ids = ids;
     t->vals = vals;
-    t->pending = n_rank - 1;
-    t->gen++;
-    pthread_cond_broadcast(&t->go);
-    pthread_mutex_unlock(&t->mu);
-    run_rank(t, 0);
-    pthread_mutex_lock(&t->mu);
-    while (t->pending > 0)
-        pthread_cond_wait(&t->done, &t->mu);
-    pthread_mutex_unlock(&t->mu);
+    run_all(t, run_rank);
     for (int32_t r = 0; r < n_rank; r++)
         if (t->rc[r] != TINFER_OK)
             return tinfer_err_set(err, t->rc[r], "tp rank %d: %s", (int)r,
@@ -184,7 +253,7 @@ static tinfer_status nccl_logits(void *self, const tinfer_backend_ops *rank_ops,
     return TINFER_OK;
 }
 
-tinfer_status tinfer_tp_nccl_create(int32_t n_rank, const int32_t *devices,
+tinfer_status tinfer_tp_nccl_create(int32_t n_rank, const int32_t *devices, int64_t row,
                                     const tinfer_tp_allreduce **out, tinfer_err *err) {
     *out = NULL;
     if (n_rank < 1 || n_rank > TINFER_TP_MAX || !devices)
@@ -205,6 +274,7 @@ tinfer_status tinfer_tp_nccl_create(int32_t n_rank, const int32_t *devices,
     nccl_tp *t = calloc(1, sizeof *t);
     if (!t) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (tp nccl)");
     t->n = n_rank;
+    t->row = row > 0 ? row : 1;
     memcpy(t->dev, devices, (size_t)n_rank * sizeof *devices);
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->go, NULL);
@@ -216,6 +286,7 @@ tinfer_status tinfer_tp_nccl_create(int32_t n_rank, const int32_t *devices,
                                   .ctx_ready = nccl_ctx_ready,
                                   .logits = nccl_logits,
                                   .destroy = nccl_destroy,
+                                  .timing = nccl_timing,
                                   .self = t};
     const ncclResult_t nr = ncclCommInitAll(t->comm, n_rank, t->dev);
     if (nr != ncclSuccess) {

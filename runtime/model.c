@@ -206,7 +206,7 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
             for (int32_t r = 0; r < p.tp; r++)
                 devs[r] = p.n_gpus > 0 ? p.gpus[r] : r;
             const tinfer_tp_allreduce *ar = NULL;
-            if (rc == TINFER_OK) rc = tinfer_tp_nccl_create(p.tp, devs, &ar, &sub);
+            if (rc == TINFER_OK) rc = tinfer_tp_nccl_create(p.tp, devs, m->cfg.n_embd, &ar, &sub);
             if (rc == TINFER_OK) {
                 m->backend = TINFER_BACKEND_CUDA;
                 m->ops = &tinfer_backend_tp;

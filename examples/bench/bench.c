@@ -17,7 +17,9 @@
  * through the tensor-parallel path) and every test runs on each, as its own rows (backend "cuda
  * tp2"; json / csv field tp); a value needing more GPUs than the machine has is left out with a
  * note. On several GPUs a decode row's bandwidth is a percentage of that many cards' copy
- * bandwidth.
+ * bandwidth, and the route ends with one all-reduce of a token's row timed alone (F32 as the
+ * steps run it, BF16 for comparison; tinfer_context_stats) and, for one sequence, the step's
+ * 2 n_layer all-reduces as a share of its time (json: allreduce_us, allreduce_pct).
  * Each test runs once untimed (warm-up), then -r times. For every test the table gives the
  * kernels its GEMMs run on (tinfer_model_route_desc), the weight-read rate of decode tests in
  * GB/s (tinfer_model_weight_bytes per step) as a percentage of the peak bandwidth, and the
@@ -237,6 +239,8 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
         if (r->fused_pct > 50.0) /* what ran: the fused step, not the op-by-op GEMM routes */
             snprintf(r->route, sizeof r->route, "fused decode step (1 kernel, argmax in it)");
     }
+    r->ar_us = st1.tp_allreduce_us;
+    r->ar_bf16_us = st1.tp_allreduce_bf16_us;
     double sum = 0, sq = 0;
     for (int k = 0; k < reps; k++)
         sum += tps[k];
@@ -249,6 +253,18 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
         r->gflops = 2.0 * (double)tinfer_model_n_params(b->model) * r->mean / 1e9;
     else
         r->gbs = wbytes * (r->mean / batch) / 1e9; /* one weight read per step */
+    if (r->ar_us > 0) { /* the all-reduces' share of a one-sequence decode step, estimated */
+        const double n_ar = 2.0 * tinfer_model_n_layer(b->model);
+        if (kind == 'g' && batch == 1) r->ar_pct = 100.0 * n_ar * r->ar_us * 1e-6 * r->mean;
+        const size_t k = strlen(r->route);
+        snprintf(r->route + k, sizeof r->route - k, "; all-reduce alone %.1f us (bf16 %.1f)",
+                 r->ar_us, r->ar_bf16_us);
+        if (r->ar_pct > 0) {
+            const size_t k2 = strlen(r->route);
+            snprintf(r->route + k2, sizeof r->route - k2, ", %.0f a step = %.1f%% of it", n_ar,
+                     r->ar_pct);
+        }
+    }
     rc = 0;
 done:
     free(tps);
@@ -325,14 +341,16 @@ static void print_results(out_fmt fmt, const char *desc, double n_params, int64_
                    "\"avg_ts\": %.3f, \"stddev_ts\": %.3f, \"weight_gbs\": %.3f, "
                    "\"gflops\": %.3f, \"route\": \"%s\", \"pct_peak_bw\": %s, "
                    "\"pct_cublas\": %s, \"kernels_per_step\": %d, \"graph_pct\": %.1f, "
-                   "\"fused_pct\": %.1f, "
+                   "\"fused_pct\": %.1f, \"allreduce_us\": %s, \"allreduce_pct\": %s, "
                    "\"tp\": %d}%s\n",
                    r[i].name, r[i].kind == 'p' ? r[i].tokens : 0,
                    r[i].kind == 'g' ? r[i].tokens : 0, r[i].batch, r[i].mean, r[i].sd, r[i].gbs,
                    r[i].gflops, r[i].route,
                    num(b3, sizeof b3, "%.1f", pct_bw(&r[i], pk->bw_gbs), "null"),
                    num(b4, sizeof b4, "%.1f", pct_flops(&r[i], pk->gflops), "null"),
-                   (int)r[i].kernels, r[i].graph_pct, r[i].fused_pct, (int)r[i].tp,
+                   (int)r[i].kernels, r[i].graph_pct, r[i].fused_pct,
+                   num(b1, sizeof b1, "%.2f", r[i].ar_us, "null"),
+                   num(b2, sizeof b2, "%.1f", r[i].ar_pct, "null"), (int)r[i].tp,
                    i + 1 < n ? "," : "");
         printf("  ]\n}\n");
         return;

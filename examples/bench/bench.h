@@ -20,6 +20,10 @@ typedef struct test_result {
     int32_t kernels;  /* decode: kernels a step launched (its CUDA graph's); 0 = not known */
     double graph_pct; /* decode: % of the timed steps replayed from a CUDA graph */
     double fused_pct; /* decode: % of the timed steps run as one fused kernel */
+    /* tensor parallelism on GPUs: one all-reduce of a token's row timed alone (us, F32 / BF16;
+     * tinfer_context_stats) and, for one-sequence decode, the 2 n_layer of a step as a share of
+     * the step's time (%); 0 where not measured */
+    double ar_us, ar_bf16_us, ar_pct;
 } test_result;
 
 /* The roofs a run is compared with; 0 = not measured. */
