@@ -135,9 +135,8 @@ static int32_t nccl_device(const void *self, int32_t rank) {
     return ((const nccl_tp *)self)->dev[rank];
 }
 
-static tinfer_status nccl_sum(void *self, const tinfer_backend_ops *rank_ops,
-                              void *const *rank_cs, int32_t n_rank, tinfer_buf buf, int64_t n,
-                              tinfer_err *err) {
+static tinfer_status nccl_sum(void *self, const tinfer_backend_ops *rank_ops, void *const *rank_cs,
+                              int32_t n_rank, tinfer_buf buf, int64_t n, tinfer_err *err) {
     nccl_tp *t = self;
     for (int32_t r = 0; r < n_rank; r++) {
         const tinfer_status rc = tinfer_cuda_record_allreduce(rank_cs[r], buf, n, t->comm[r]);
@@ -291,9 +290,9 @@ tinfer_status tinfer_tp_nccl_create(int32_t n_rank, const int32_t *devices, int6
     const ncclResult_t nr = ncclCommInitAll(t->comm, n_rank, t->dev);
     if (nr != ncclSuccess) {
         memset(t->comm, 0, sizeof t->comm);
-        const tinfer_status rc = tinfer_err_set(err, TINFER_ERR_CUDA,
-                                                "ncclCommInitAll over %d GPUs: %s", (int)n_rank,
-                                                ncclGetErrorString(nr));
+        const tinfer_status rc =
+            tinfer_err_set(err, TINFER_ERR_CUDA, "ncclCommInitAll over %d GPUs: %s", (int)n_rank,
+                           ncclGetErrorString(nr));
         nccl_destroy(t);
         return rc;
     }

@@ -236,7 +236,8 @@ tinfer_status tinfer_context_get_stats(const tinfer_context *c, tinfer_context_s
     if (c->ops->stats)
         c->ops->stats(c->bc, &out->graph_replays, &out->graph_captures, &out->last_step_kernels,
                       &out->fused_steps);
-    if (c->ops->tp_timing) c->ops->tp_timing(c->bc, &out->tp_allreduce_us, &out->tp_allreduce_bf16_us);
+    if (c->ops->tp_timing)
+        c->ops->tp_timing(c->bc, &out->tp_allreduce_us, &out->tp_allreduce_bf16_us);
     return TINFER_OK;
 }
 

@@ -11,10 +11,10 @@
  *          rounded as the reference rounds them (no FMA can contract a pure product chain).
  *          When E % 4 == 0, E <= 8,192 and the pointers are aligned, the row and its weights
  *          stay in registers (float4 / 8-byte BF16 vectors, all loaded at once); otherwise
- *          pass 2 re-reads the row (L1/L2-resident) element by element. The reference sums in double; the F32 sum differs from it
- *          by <= E * 2^-24 relative (a few F32 ulps of r in practice), so an output may land on
- *          the other side of a BF16 rounding boundary: <= 1 BF16 ulp (2^-8 relative) from the
- *          reference rounded to BF16.
+ *          pass 2 re-reads the row (L1/L2-resident) element by element. The reference sums in
+ *          double; the F32 sum differs from it by <= E * 2^-24 relative (a few F32 ulps of r in
+ *          practice), so an output may land on the other side of a BF16 rounding boundary:
+ *          <= 1 BF16 ulp (2^-8 relative) from the reference rounded to BF16.
  * argmax   one block of 1024 threads per row (the vocabulary: 32k-256k logits), each thread
  *          keeping (value, index) over a strided part of the row with the rule "greater, or
  *          equal at a lower index" (order-independent, so the result is the lowest index of the

@@ -141,8 +141,8 @@ int main(int argc, char **argv) {
     tinfer_model *tp = load(dir, TP, &rc);
     if (!tp) {
         const char *msg = tinfer_last_error();
-        const bool skip = rc == TINFER_ERR_NO_DEVICE &&
-                          (strstr(msg, "NCCL") || strstr(msg, "GPUs, but"));
+        const bool skip =
+            rc == TINFER_ERR_NO_DEVICE && (strstr(msg, "NCCL") || strstr(msg, "GPUs, but"));
         printf("%s: tp %d: %s\n", skip ? "SKIP" : "FAIL", (int)TP, msg);
         tinfer_model_free(ref);
         return skip ? 77 : 1;
@@ -171,8 +171,8 @@ int main(int argc, char **argv) {
     }
     if (TP == 1) {
         const bool same = memcmp(lt, lr, (size_t)R * V * sizeof(float)) == 0;
-        printf("  logits: tp 1 %s tp 0 over %d rows\n", same ? "bit for bit equal to" : "DIFFERS from",
-               (int)R);
+        printf("  logits: tp 1 %s tp 0 over %d rows\n",
+               same ? "bit for bit equal to" : "DIFFERS from", (int)R);
         CHECK(same, "tp 1 logits differ from tp 0's (relative RMS %.3g)", worst);
     } else {
         printf("  logits: worst relative RMS %.4f over %d rows (bound %.2f)\n", worst, (int)R,
@@ -181,7 +181,8 @@ int main(int argc, char **argv) {
     }
 
     /* 2. greedy tokens, alone, and 3. batched = alone */
-    const tinfer_token prompts[N_SEQ][8] = {{11, 2, 3, 4, 5}, {7, 8, 9}, {21, 22, 23, 24, 25, 26, 27}};
+    const tinfer_token prompts[N_SEQ][8] = {
+        {11, 2, 3, 4, 5}, {7, 8, 9}, {21, 22, 23, 24, 25, 26, 27}};
     const int32_t plen[N_SEQ] = {5, 3, 7};
     tinfer_token gr[N_SEQ][N_GREEDY], gt[N_SEQ][N_GREEDY], gb[N_SEQ][N_GREEDY];
     CHECK(greedy(cr, 1, prompts, plen, gr) == 0, "tp 0 greedy: %s", tinfer_context_last_error(cr));

@@ -36,15 +36,16 @@
 #include <sys/stat.h>
 
 /* tp N vs the unsplit model, as max|dlogit| / max|logit| of a row. The split changes only the
- * order in which FP32 sums are formed: a row-split GEMM (o_proj over K = Q inputs, down_proj over K = n_ff)
- * sums each rank's K/tp terms and then adds the ranks' partial sums, and the column-split GEMMs
- * run on other N (the kernel may block them differently). Reordering a K-term FP32 sum moves it
- * by at most ~K·u·Σ|x_i·w_i| (u = 2^-24; Higham, Accuracy and Stability of Numerical
- * Algorithms, 2nd ed., eq. 3.5): K <= 512 here gives 3.1e-5 of the absolute sum per GEMM as the
- * worst case, while rounding errors of random sign grow like sqrt(K)·u (1.3e-6). Each layer's
- * RMSNorm rescales, so the logits keep that order: 2e-5 lies between the typical and the worst
- * case. Measured: up to ~1e-6 (see the printed figures). A wrong head, KV head, slice or a
- * bias added twice moves logits by O(1) of their scale. */
+ * order in which FP32 sums are formed: a row-split GEMM (o_proj over K = Q inputs, down_proj over
+ * K = n_ff) sums each rank's K/tp terms and then adds the ranks' partial sums, and the column-split
+ * GEMMs run on other N (the kernel may block them differently). Reordering a K-term FP32 sum moves
+ * it by at most ~K·u·Σ|x_i·w_i| (u = 2^-24; Higham, Accuracy and Stability of Numerical Algorithms,
+ * 2nd ed., eq. 3.5): K <= 512 here gives 3.1e-5 of the absolute sum per GEMM as the worst case,
+ * while rounding errors of random sign grow like sqrt(K)·u (1.3e-6). Each layer's RMSNorm rescales,
+ * so the logits keep that order: 2e-5 lies between the typical and the worst case. Measured: up to
+ * ~1e-6 (see the printed figures). A wrong head, KV head, slice or a bias added twice moves logits
+ * by O(1) of their scale.
+ */
 #define TOL 2e-5
 /* Q8_0: at one token a row the CPU GEMV also quantizes the activations per 32-block to int8
  * (gemm/cpu/gemm_cpu_q8.c). An activation that differs by FP32 rounding between the two runs
