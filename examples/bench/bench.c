@@ -16,7 +16,7 @@
  * --tp N,...: the model is loaded once per value (tensor-parallel shards; 0 off, 1 one rank
  * through the tensor-parallel path) and every test runs on each, as its own rows (backend "cuda
  * tp2"; json / csv field tp); a value needing more GPUs than the machine has is left out with a
- * note. On several GPUs a decode row's bandwidth is a percentage of that many cards' copy
+ * note (every value: exit status 77, skipped). On several GPUs a decode row's bandwidth is a percentage of that many cards' copy
  * bandwidth, and the route ends with one all-reduce of a token's row timed alone (F32 as the
  * steps run it, BF16 for comparison; tinfer_context_stats) and, for one sequence, the step's
  * 2 n_layer all-reduces as a share of its time (json: allreduce_us, allreduce_pct).
@@ -506,7 +506,17 @@ int main(int argc, char **argv) {
     b.graphs = graphs;
     b.fused = fused;
     fprintf(stderr, "tinfer-bench: loading %s%s\n", dir, random_w ? " (random weights)" : "");
-    if (tinfer_model_load(dir, &mp, &b.model) != TINFER_OK) return fail("%s", tinfer_last_error());
+    int t_first = 0; /* the first --tp value this machine runs (fewer GPUs: later values) */
+    while (tinfer_model_load(dir, &mp, &b.model) != TINFER_OK) {
+        if (!strstr(tinfer_last_error(), "GPUs, but")) return fail("%s", tinfer_last_error());
+        if (t_first + 1 >= n_tp) { /* no value fits this machine: skipped, not failed */
+            fprintf(stderr, "tinfer-bench: skipped: %s\n", tinfer_last_error());
+            return 77;
+        }
+        fprintf(stderr, "tinfer-bench: --tp %d skipped: %s\n", (int)tps[t_first],
+                tinfer_last_error());
+        mp.tp = tps[++t_first];
+    }
     b.n_vocab = tinfer_model_n_vocab(b.model);
     const tinfer_backend taken = tinfer_model_backend(b.model);
     const int n_threads = threads > 0 ? (int)threads : omp_get_num_procs();
@@ -547,8 +557,8 @@ int main(int argc, char **argv) {
         pk.gflops = bench_cuda_cublas_gflops();
     }
 #endif
-    for (int t = 0; t < n_tp; t++) {
-        if (t > 0) { /* the next --tp value: the model again, sharded that many ways */
+    for (int t = t_first; t < n_tp; t++) {
+        if (t > t_first) { /* the next --tp value: the model again, sharded that many ways */
             tinfer_model_free(b.model);
             b.model = NULL;
             mp.tp = tps[t];
