@@ -16,10 +16,11 @@
  * --tp N,...: the model is loaded once per value (tensor-parallel shards; 0 off, 1 one rank
  * through the tensor-parallel path) and every test runs on each, as its own rows (backend "cuda
  * tp2"; json / csv field tp); a value needing more GPUs than the machine has is left out with a
- * note (every value: exit status 77, skipped). On several GPUs a decode row's bandwidth is a percentage of that many cards' copy
- * bandwidth, and the route ends with one all-reduce of a token's row timed alone (F32 as the
- * steps run it, BF16 for comparison; tinfer_context_stats) and, for one sequence, the step's
- * 2 n_layer all-reduces as a share of its time (json: allreduce_us, allreduce_pct).
+ * note (every value: exit status 77, skipped). On several GPUs a decode row's bandwidth is a
+ * percentage of that many cards' copy bandwidth, and the route ends with one all-reduce of a
+ * token's row timed alone (F32 as the steps run it, BF16 for comparison; tinfer_context_stats)
+ * and, for one sequence, the step's 2 n_layer all-reduces as a share of its time (json:
+ * allreduce_us, allreduce_pct).
  * Each test runs once untimed (warm-up), then -r times. For every test the table gives the
  * kernels its GEMMs run on (tinfer_model_route_desc), the weight-read rate of decode tests in
  * GB/s (tinfer_model_weight_bytes per step) as a percentage of the peak bandwidth, and the
