@@ -252,9 +252,8 @@ static tinfer_status nccl_logits(void *self, const tinfer_backend_ops *rank_ops,
     return TINFER_OK;
 }
 
-tinfer_status tinfer_tp_nccl_create(int32_t n_rank, const int32_t *devices, int64_t row,
-                                    const tinfer_tp_allreduce **out, tinfer_err *err) {
-    *out = NULL;
+tinfer_status tinfer_tp_nccl_devices_ok(int32_t n_rank, const int32_t *devices,
+                                        tinfer_err *err) {
     if (n_rank < 1 || n_rank > TINFER_TP_MAX || !devices)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "tp nccl: %d ranks", (int)n_rank);
     int n_dev = 0;
@@ -270,6 +269,14 @@ tinfer_status tinfer_tp_nccl_create(int32_t n_rank, const int32_t *devices, int6
         if (devices[r] < 0 || devices[r] >= n_dev)
             return tinfer_err_set(err, TINFER_ERR_NO_DEVICE, "GPU %d is not there (%d present)",
                                   (int)devices[r], n_dev);
+    return TINFER_OK;
+}
+
+tinfer_status tinfer_tp_nccl_create(int32_t n_rank, const int32_t *devices, int64_t row,
+                                    const tinfer_tp_allreduce **out, tinfer_err *err) {
+    *out = NULL;
+    const tinfer_status rc = tinfer_tp_nccl_devices_ok(n_rank, devices, err);
+    if (rc != TINFER_OK) return rc;
     nccl_tp *t = calloc(1, sizeof *t);
     if (!t) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (tp nccl)");
     t->n = n_rank;

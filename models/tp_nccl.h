@@ -20,4 +20,9 @@
 tinfer_status tinfer_tp_nccl_create(int32_t n_rank, const int32_t *devices, int64_t row,
                                     const tinfer_tp_allreduce **out, tinfer_err *err);
 
+/* Those device checks alone (the same errors), for a caller that wants them before loading
+ * weights. */
+tinfer_status tinfer_tp_nccl_devices_ok(int32_t n_rank, const int32_t *devices,
+                                        tinfer_err *err);
+
 #endif

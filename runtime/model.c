@@ -146,6 +146,16 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
     tinfer_model_params p = params ? *params : tinfer_model_default_params();
     tinfer_status rc = check_parallel(&p);
     if (rc != TINFER_OK) return rc;
+#ifdef TINFER_HAVE_NCCL
+    if (p.tp >= 1 && p.backend == TINFER_BACKEND_CUDA) { /* the GPUs, before the weights load */
+        int32_t devs[TINFER_TP_MAX];
+        for (int32_t r = 0; r < p.tp; r++)
+            devs[r] = p.n_gpus > 0 ? p.gpus[r] : r;
+        tinfer_err e;
+        if ((rc = tinfer_tp_nccl_devices_ok(p.tp, devs, &e)) != TINFER_OK)
+            return tinfer_err_copy(NULL, &e, rc);
+    }
+#endif
 #ifndef TINFER_HAVE_CUDA
     if (p.backend == TINFER_BACKEND_CUDA)
         return tinfer_err_set(NULL, TINFER_ERR_NO_DEVICE,
