@@ -30,6 +30,7 @@
 #include "tinfer.h"
 #include "logits_util.h"
 #include "test_util.h"
+#include "gpu_model_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,33 +39,7 @@
 
 #define TOL_REL_RMS 0.05
 #define TOL_FUSED 0.02
-#define N_PROMPT 37
-#define N_DECODE 8
 #define N_GREEDY 16
-
-static tinfer_model *load(const char *dir, tinfer_backend be, tinfer_status *rc) {
-    tinfer_model_params mp = tinfer_model_default_params();
-    mp.backend = be;
-    mp.random_weights = true;
-    mp.random_seed = 7;
-    tinfer_model *m = NULL;
-    *rc = tinfer_model_load(dir, &mp, &m);
-    return m;
-}
-
-static tinfer_context *context(tinfer_model *m, int32_t n_seq, int32_t fused) {
-    tinfer_context_params cp = tinfer_context_default_params();
-    cp.cuda_fused_decode = fused;
-    cp.n_ctx = 256;
-    cp.n_seq_max = n_seq;
-    cp.n_batch = 256;
-    tinfer_context *c = NULL;
-    if (tinfer_context_init(m, &cp, &c) != TINFER_OK) {
-        printf("FAIL context: %s\n", tinfer_last_error());
-        test_failures++;
-    }
-    return c;
-}
 
 /* Greedy sequences must agree token for token; they may part only at a step whose top two
  * logits were a tie within the BF16 bound (gap[k] < TOL_REL_RMS): there the two computations
@@ -112,27 +87,6 @@ static int greedy_alone(tinfer_context *c, const tinfer_token *tok, int32_t plen
     return 0;
 }
 
-/* Prefill N_PROMPT tokens with every row's logits into out[N_PROMPT][V], then N_DECODE steps
- * (the token fed: tok[N_PROMPT + k]) with their logits after it. */
-static int run(tinfer_context *c, const tinfer_token *tok, int32_t V, float *out) {
-    int32_t pos[N_PROMPT], seq[N_PROMPT] = {0};
-    int8_t want[N_PROMPT];
-    for (int32_t i = 0; i < N_PROMPT; i++)
-        pos[i] = i, want[i] = 1;
-    tinfer_batch b = {N_PROMPT, tok, pos, seq, want};
-    if (tinfer_decode(c, &b) != TINFER_OK) return -1;
-    for (int32_t i = 0; i < N_PROMPT; i++)
-        memcpy(out + (size_t)i * V, tinfer_get_logits(c, i), (size_t)V * sizeof(float));
-    for (int32_t k = 0; k < N_DECODE; k++) {
-        int32_t p = N_PROMPT + k, s = 0;
-        tinfer_batch one = {1, &tok[N_PROMPT + k], &p, &s, NULL};
-        if (tinfer_decode(c, &one) != TINFER_OK) return -1;
-        memcpy(out + (size_t)(N_PROMPT + k) * V, tinfer_get_logits(c, 0),
-               (size_t)V * sizeof(float));
-    }
-    return 0;
-}
-
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s CONFIG_DIR...\n", argv[0]);
@@ -141,12 +95,12 @@ int main(int argc, char **argv) {
     for (int a = 1; a < argc; a++) {
         const char *dir = argv[a];
         tinfer_status rc;
-        tinfer_model *g = load(dir, TINFER_BACKEND_CUDA, &rc);
+        tinfer_model *g = load_random(dir, TINFER_BACKEND_CUDA, 0, &rc);
         if (!g) {
             printf("SKIP: the CUDA backend does not load here: %s\n", tinfer_last_error());
             return rc == TINFER_ERR_NO_DEVICE ? 77 : 1;
         }
-        tinfer_model *cpu = load(dir, TINFER_BACKEND_CPU, &rc);
+        tinfer_model *cpu = load_random(dir, TINFER_BACKEND_CPU, 0, &rc);
         CHECK(cpu, "CPU load: %s", tinfer_last_error());
         if (!cpu) return 1;
         printf("%s\n  gpu: %s\n  cpu: %s\n", dir, tinfer_model_desc(g), tinfer_model_desc(cpu));

@@ -24,6 +24,7 @@
  */
 #include "logits_util.h"
 #include "test_util.h"
+#include "gpu_model_util.h"
 #include "tinfer.h"
 
 #include <math.h>
@@ -32,56 +33,8 @@
 #include <string.h>
 
 #define TOL_TP 0.02
-#define N_PROMPT 37
-#define N_DECODE 8
 #define N_GREEDY 32
 #define N_SEQ 3
-
-static tinfer_model *load(const char *dir, int32_t tp, tinfer_status *rc) {
-    tinfer_model_params mp = tinfer_model_default_params();
-    mp.backend = TINFER_BACKEND_CUDA;
-    mp.tp = tp;
-    mp.random_weights = true;
-    mp.random_seed = 7;
-    tinfer_model *m = NULL;
-    *rc = tinfer_model_load(dir, &mp, &m);
-    return m;
-}
-
-static tinfer_context *context(tinfer_model *m, int32_t n_seq) {
-    tinfer_context_params cp = tinfer_context_default_params();
-    cp.cuda_fused_decode = 0; /* the op-by-op step on both sides (tp ranks never fuse) */
-    cp.n_ctx = 256;
-    cp.n_seq_max = n_seq;
-    cp.n_batch = 256;
-    tinfer_context *c = NULL;
-    if (tinfer_context_init(m, &cp, &c) != TINFER_OK) {
-        printf("FAIL context: %s\n", tinfer_last_error());
-        test_failures++;
-    }
-    return c;
-}
-
-/* Prefill N_PROMPT tokens with every row's logits, then N_DECODE steps; out [R][V]. */
-static int run(tinfer_context *c, const tinfer_token *tok, int32_t V, float *out) {
-    int32_t pos[N_PROMPT], seq[N_PROMPT] = {0};
-    int8_t want[N_PROMPT];
-    tinfer_seq_clear(c, -1);
-    for (int32_t i = 0; i < N_PROMPT; i++)
-        pos[i] = i, want[i] = 1;
-    tinfer_batch b = {N_PROMPT, tok, pos, seq, want};
-    if (tinfer_decode(c, &b) != TINFER_OK) return -1;
-    for (int32_t i = 0; i < N_PROMPT; i++)
-        memcpy(out + (size_t)i * V, tinfer_get_logits(c, i), (size_t)V * sizeof(float));
-    for (int32_t k = 0; k < N_DECODE; k++) {
-        int32_t p = N_PROMPT + k, s = 0;
-        tinfer_batch one = {1, &tok[N_PROMPT + k], &p, &s, NULL};
-        if (tinfer_decode(c, &one) != TINFER_OK) return -1;
-        memcpy(out + (size_t)(N_PROMPT + k) * V, tinfer_get_logits(c, 0),
-               (size_t)V * sizeof(float));
-    }
-    return 0;
-}
 
 /* Greedy decoding of sequences 0..n-1 together, sequence s from its prompt tok[s][0..plen[s]),
  * argmax only (logits mode 2), N_GREEDY tokens each into out[s]. 0 or -1. */
@@ -133,12 +86,12 @@ int main(int argc, char **argv) {
     const char *dir = argv[1];
     const int32_t TP = atoi(argv[2]);
     tinfer_status rc;
-    tinfer_model *ref = load(dir, 0, &rc);
+    tinfer_model *ref = load_random(dir, TINFER_BACKEND_CUDA, 0, &rc);
     if (!ref) {
         printf("SKIP: the CUDA backend does not load here: %s\n", tinfer_last_error());
         return rc == TINFER_ERR_NO_DEVICE ? 77 : 1;
     }
-    tinfer_model *tp = load(dir, TP, &rc);
+    tinfer_model *tp = load_random(dir, TINFER_BACKEND_CUDA, TP, &rc);
     if (!tp) {
         const char *msg = tinfer_last_error();
         const bool skip =
@@ -158,7 +111,8 @@ int main(int argc, char **argv) {
         tok[i] = (tinfer_token)(x % (uint64_t)V);
     }
     float *lr = malloc((size_t)R * V * sizeof(float)), *lt = malloc((size_t)R * V * sizeof(float));
-    tinfer_context *cr = context(ref, N_SEQ), *ct = context(tp, N_SEQ);
+    /* the op-by-op step on both sides (tp ranks never fuse) */
+    tinfer_context *cr = context(ref, N_SEQ, 0), *ct = context(tp, N_SEQ, 0);
     if (!lr || !lt || !cr || !ct) return 1;
 
     /* 1. logits */

@@ -16,6 +16,7 @@
  * Also: the cache row at each position is written in every layer, the rows after it are not;
  * the guard bands of every output hold.
  */
+#include "logits_util.h"
 #include "test_ops_cuda.h"
 
 #include <algorithm>
@@ -67,15 +68,6 @@ static void ref(const uint16_t *x, const uint16_t *w, const uint16_t *bias, int 
 struct step_model {
     int E, H, HKV, D, F, L, V;
 };
-
-static double rel_rms(const float *a, const float *b, int n) {
-    double d = 0, r = 0;
-    for (int i = 0; i < n; i++) {
-        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        r += (double)b[i] * b[i];
-    }
-    return sqrt(d / (r > 0 ? r : 1));
-}
 
 static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, int bad_tok) {
     char label[160];
