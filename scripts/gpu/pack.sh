@@ -41,20 +41,16 @@ if [ -n "$dups" ]; then
     echo "error: tests listed twice in $LIST: $dups" >&2
     exit 1
 fi
-listed=$(awk '$1 == "test" {print $2}' "$LIST" | sort -u)
-missing=$(ctest --test-dir "$BUILD" -N -L '^gpu$' | sed -n 's/^ *Test *#[0-9]*: *//p' | sort -u | comm -23 - <(echo "$listed"))
-if [ -n "$missing" ]; then
-    echo "error: ctest tests with label gpu missing from $LIST (add a 'test' line each):" >&2
-    echo "$missing" >&2
-    exit 1
-fi
-listed=$(awk '$1 == "multi" {print $2}' "$LIST" | sort -u)
-missing=$(ctest --test-dir "$BUILD" -N -L '^gpu-multi$' | sed -n 's/^ *Test *#[0-9]*: *//p' | sort -u | comm -23 - <(echo "$listed"))
-if [ -n "$missing" ]; then
-    echo "error: ctest tests with label gpu-multi missing from $LIST (add a 'multi' line each):" >&2
-    echo "$missing" >&2
-    exit 1
-fi
+for pair in gpu:test gpu-multi:multi; do # ctest label : the list's line kind
+    label=${pair%%:*} kind=${pair#*:}
+    listed=$(awk -v k="$kind" '$1 == k {print $2}' "$LIST" | sort -u)
+    missing=$(ctest --test-dir "$BUILD" -N -L "^$label\$" | sed -n 's/^ *Test *#[0-9]*: *//p' | sort -u | comm -23 - <(echo "$listed"))
+    if [ -n "$missing" ]; then
+        echo "error: ctest tests with label $label missing from $LIST (add a '$kind' line each):" >&2
+        echo "$missing" >&2
+        exit 1
+    fi
+done
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
