@@ -137,6 +137,14 @@ static tinfer_status check_parallel(tinfer_model_params *p) {
     return TINFER_OK;
 }
 
+#ifdef TINFER_HAVE_NCCL
+/* The device of each of the p->tp ranks: the list given, else 0, 1, ... */
+static void tp_devices(const tinfer_model_params *p, int32_t *devs) {
+    for (int32_t r = 0; r < p->tp; r++)
+        devs[r] = p->n_gpus > 0 ? p->gpus[r] : r;
+}
+#endif
+
 tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *params,
                                 tinfer_model **out) {
     if (out) *out = NULL;
@@ -149,8 +157,7 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
 #ifdef TINFER_HAVE_NCCL
     if (p.tp >= 1 && p.backend == TINFER_BACKEND_CUDA) { /* the GPUs, before the weights load */
         int32_t devs[TINFER_TP_MAX];
-        for (int32_t r = 0; r < p.tp; r++)
-            devs[r] = p.n_gpus > 0 ? p.gpus[r] : r;
+        tp_devices(&p, devs);
         tinfer_err e;
         if ((rc = tinfer_tp_nccl_devices_ok(p.tp, devs, &e)) != TINFER_OK)
             return tinfer_err_copy(NULL, &e, rc);
@@ -213,8 +220,7 @@ tinfer_status tinfer_model_load(const char *dir, const tinfer_model_params *para
             (rc != TINFER_ERR_NO_DEVICE && rc != TINFER_ERR_UNSUPPORTED)) {
 #ifdef TINFER_HAVE_NCCL
             int32_t devs[TINFER_TP_MAX];
-            for (int32_t r = 0; r < p.tp; r++)
-                devs[r] = p.n_gpus > 0 ? p.gpus[r] : r;
+            tp_devices(&p, devs);
             const tinfer_tp_allreduce *ar = NULL;
             if (rc == TINFER_OK) rc = tinfer_tp_nccl_create(p.tp, devs, m->cfg.n_embd, &ar, &sub);
             if (rc == TINFER_OK) {
