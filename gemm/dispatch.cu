@@ -110,7 +110,8 @@ extern "C" tinfer_status tinfer_gemm_bf16_tc(tinfer_gemm_bf16_kernel kernel, con
 /* TINFER_GEMM_FORCE, read once: 0 none, 1 gemv, 2 gemm, 3 gemm with rung 02 (mma), 4 with rung
  * 03 (wgmma), 5 with rung 01 (wmma), 6 with rung 04 (split: mma.sync split-K over a cluster), 7
  * with rung 05 (skinny: wgmma with the operands swapped), 8 with rung 06 (tiny: 05's form, one
- * tile per CTA, W multicast over token tiles). */
+ * tile per CTA, W multicast over token tiles). Any other value (f32: the CPU backend's GEMMs in
+ * F32, gemm/cpu/gemm_cpu.c) forces nothing here. */
 static int gemm_force(void) {
     static int cached = -1;
     if (cached < 0) {

@@ -126,13 +126,14 @@ static bool cpu_has_avx512vnni(void) {
 /* AMX needs the VNNI path's GEMV beside it and the kernel's permission (tinfer_gemm_amx_usable) */
 static bool cpu_has_amx(void) { return cpu_has_avx512vnni() && tinfer_gemm_amx_usable(); }
 
-/* TINFER_CPU_GEMM=f32, read once: never the AMX path (every other path computes in F32); the
- * model tests that hold the CPU backend to F32 references set it. Anything else: ignored. */
+/* TINFER_GEMM_FORCE=f32, read once: never the AMX path (every other path computes in F32); the
+ * model tests that hold the CPU backend to F32 references set it. The switch's other values
+ * force the CUDA dispatcher's paths (gemm/dispatch.cu) and leave the CPU's choice alone. */
 static bool env_f32_only(void) {
     static int cached; /* 0 not read, 1 f32 only, -1 not set */
     int c = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (!c) {
-        const char *s = getenv("TINFER_CPU_GEMM");
+        const char *s = getenv("TINFER_GEMM_FORCE");
         c = s && !strcmp(s, "f32") ? 1 : -1;
         __atomic_store_n(&cached, c, __ATOMIC_RELAXED);
     }

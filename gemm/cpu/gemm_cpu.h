@@ -31,7 +31,7 @@ void tinfer_gemm_ref_f64(int64_t M, int64_t N, int64_t K, const float *X, int64_
                          const void *W, tinfer_dtype w_dtype, const void *w_scale, int64_t ldw,
                          const float *bias, double *Y, int64_t ldy);
 
-/* The environment variable TINFER_CPU_GEMM=f32 (read at the first call) keeps the automatic
+/* The environment variable TINFER_GEMM_FORCE=f32 (read at the first call) keeps the automatic
  * choice off the AMX path, so every product is computed in F32 (the model tests against F32
  * references set it).
  * Which SIMD path tinfer_gemm_cpu took on this machine: "amx", "avx512vnni", "avx512", "avx2",

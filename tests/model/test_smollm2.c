@@ -2,7 +2,7 @@
  * test_smollm2.c — the converted SmolLM2-135M-Instruct against HF transformers' greedy output.
  *
  * Usage: test_smollm2 MODEL_DIR FIXTURE_JSON [amx] (amx: the AMX prefill GEMM, BF16
- * tolerances, see TOL_BF16; ctest runs it with TINFER_CPU_GEMM unset). Exits 77 (skipped) when MODEL_DIR has no
+ * tolerances, see TOL_BF16; ctest runs it with TINFER_GEMM_FORCE unset). Exits 77 (skipped) when MODEL_DIR has no
  * config.json (scripts/get-model.sh makes it). The fixture (scripts/make-model-fixtures.py) holds,
  * for three prompts (plain, chat-templated, code): the text, HF's prompt ids, 32 greedy ids of
  * model.generate(do_sample=False) in float32 and the first step's top-5 logits.

@@ -1,7 +1,7 @@
 # tests/model: the model-level tests.
 #  - tiny_llama / tiny_qwen2 (label unit): the CPU forward against HF transformers on tiny
 #    random-weight models committed under fixtures/ (scripts/make-tiny-llama.py).
-#  The tests against F32 references run with TINFER_CPU_GEMM=f32 (no AMX BF16 prefill GEMM,
+#  The tests against F32 references run with TINFER_GEMM_FORCE=f32 (no AMX BF16 prefill GEMM,
 #  gemm/cpu/gemm_cpu.h); smollm2_greedy_amx checks the AMX path with BF16 tolerances.
 #  - smollm2_greedy (label model): the converted SmolLM2-135M-Instruct against HF greedy output
 #    (fixtures/smollm2_greedy.json, scripts/make-model-fixtures.py); skipped (77) when the
@@ -12,7 +12,7 @@ add_executable(test_model_tiny ${TINFER_MODEL_TEST_DIR}/test_tiny.c)
 target_link_libraries(test_model_tiny PRIVATE tinfer PkgConfig::CJSON ${MATH_LIB})
 foreach(m llama qwen2)
   add_test(NAME tiny_${m} COMMAND test_model_tiny ${TINFER_MODEL_TEST_DIR}/fixtures/tiny-${m})
-  set_tests_properties(tiny_${m} PROPERTIES LABELS unit TIMEOUT 60 ENVIRONMENT TINFER_CPU_GEMM=f32)
+  set_tests_properties(tiny_${m} PROPERTIES LABELS unit TIMEOUT 60 ENVIRONMENT TINFER_GEMM_FORCE=f32)
 endforeach()
 
 add_executable(test_model_smollm2 ${TINFER_MODEL_TEST_DIR}/test_smollm2.c)
@@ -21,7 +21,7 @@ add_test(NAME smollm2_greedy
          COMMAND test_model_smollm2 ${CMAKE_BINARY_DIR}/models/smollm2-135m-instruct
                  ${TINFER_MODEL_TEST_DIR}/fixtures/smollm2_greedy.json)
 set_tests_properties(smollm2_greedy PROPERTIES LABELS model TIMEOUT 600
-                     SKIP_RETURN_CODE ${TINFER_TEST_SKIP} ENVIRONMENT TINFER_CPU_GEMM=f32)
+                     SKIP_RETURN_CODE ${TINFER_TEST_SKIP} ENVIRONMENT TINFER_GEMM_FORCE=f32)
 # The same on the AMX prefill GEMM with BF16 tolerances; skipped (77) where AMX is not used.
 add_test(NAME smollm2_greedy_amx
          COMMAND test_model_smollm2 ${CMAKE_BINARY_DIR}/models/smollm2-135m-instruct
@@ -68,7 +68,7 @@ set_tests_properties(gpu_model PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_COD
 # tp (label unit): tensor parallelism on the CPU (models/backend_tp.c) against the unsplit model:
 # the tiny fixtures, a random-weight config-small64 model and a Q8_0 model the test writes, at
 # tp 2 and 4: logits of a multi-sequence prefill + decode run, 32 greedy tokens; the split's
-# errors. F32 GEMMs (TINFER_CPU_GEMM=f32) as the other model tests: the bound is about summation
+# errors. F32 GEMMs (TINFER_GEMM_FORCE=f32) as the other model tests: the bound is about summation
 # order only.
 add_executable(test_tp ${TINFER_MODEL_TEST_DIR}/test_tp.c)
 target_include_directories(test_tp PRIVATE ${TINFER_INCLUDE_DIRS} ${PROJECT_SOURCE_DIR}/runtime)
@@ -77,7 +77,7 @@ add_test(NAME tp COMMAND test_tp ${TINFER_MODEL_TEST_DIR}/fixtures/tiny-llama
                              ${TINFER_MODEL_TEST_DIR}/fixtures/tiny-qwen2
                              ${TINFER_MODEL_TEST_DIR}/fixtures/config-small64
                              ${CMAKE_CURRENT_BINARY_DIR}/tp-work)
-set_tests_properties(tp PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT TINFER_CPU_GEMM=f32)
+set_tests_properties(tp PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT TINFER_GEMM_FORCE=f32)
 
 # gpu_tp1 (label gpu) and gpu_tp2 / gpu_tp4 (label gpu-multi): tensor parallelism on CUDA
 # (models/tp_nccl.c) against the same model without it: tp 1 bit for bit, tp 2 and 4 within

@@ -25,7 +25,7 @@ add_test(NAME server_smollm2 COMMAND ${Python3_EXECUTABLE} ${_srv_test} $<TARGET
 # GEMV) equal to its text in a batch, which the AMX path's BF16 activations would not keep on
 # the random-weight fixture model.
 set_tests_properties(server server_asan PROPERTIES LABELS unit TIMEOUT 300
-                     ENVIRONMENT TINFER_CPU_GEMM=f32)
+                     ENVIRONMENT TINFER_GEMM_FORCE=f32)
 set_tests_properties(server_smollm2 PROPERTIES LABELS model TIMEOUT 900 SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 
 # the embedding example stays working: it generates from the tiny model and exits 0
