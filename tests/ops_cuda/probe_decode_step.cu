@@ -12,8 +12,10 @@
  * phase until its weight tile had landed), compute (inputs and weights there until its outputs
  * were written), tail (issuing the next tile).
  *
- *   probe-decode-step [--batch 1,8] [--ctx 64] [--reps 20]
+ *   probe-decode-step [--batch 1,8] [--ctx 64] [--reps 20] [--l2-persist MiB]
  *                     [--config E,H,HKV,D,F,L,V]   (default 576,9,3,64,1536,30,49152)
+ * --l2-persist keeps up to that many MiB of the LM head in L2 from step to step (a persisting
+ * access-policy window over it on the step's stream).
  * Exit 77 without a GPU, 1 on a CUDA error or a non-finite logit.
  */
 #include "test_ops_cuda.h" /* CK, and the ops header */
@@ -53,7 +55,7 @@ static int parse_list(const char *s, int *out, int cap) {
 }
 
 int main(int argc, char **argv) {
-    int batches[8] = {1, 8}, n_b = 2, ctx = 64, reps = 20;
+    int batches[8] = {1, 8}, n_b = 2, ctx = 64, reps = 20, l2_mb = 0;
     int cfg[7] = {576, 9, 3, 64, 1536, 30, 49152};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--batch"))
@@ -62,6 +64,8 @@ int main(int argc, char **argv) {
             ctx = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--l2-persist"))
+            l2_mb = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--config")) {
             if (parse_list(argv[i + 1], cfg, 7) != 7) {
                 fprintf(stderr, "--config: E,H,HKV,D,F,L,V\n");
@@ -139,6 +143,24 @@ int main(int argc, char **argv) {
     std::vector<uint64_t> tr((size_t)n_ph * grid * 4);
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
+    if (l2_mb > 0) { /* keep up to l2_mb MiB of the LM head in L2 across steps */
+        const size_t want = std::min((size_t)l2_mb << 20, (size_t)prop.persistingL2CacheMaxSize);
+        const size_t lm = (size_t)V * E * 2;
+        const size_t win = std::min(lm, (size_t)prop.accessPolicyMaxWindowSize);
+        CK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, want));
+        cudaStreamAttrValue at = {};
+        at.accessPolicyWindow.base_ptr = embd;
+        at.accessPolicyWindow.num_bytes = win;
+        at.accessPolicyWindow.hitRatio = std::min(1.0f, (float)want / (float)win);
+        at.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+        at.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+        CK(cudaStreamSetAttribute(st, cudaStreamAttributeAccessPolicyWindow, &at));
+        printf("L2: %.1f of %.1f MiB persisting (max %.1f), window %.1f MiB of the LM head's "
+               "%.1f, hit ratio %.2f\n",
+               want / 1048576.0, prop.l2CacheSize / 1048576.0,
+               prop.persistingL2CacheMaxSize / 1048576.0, win / 1048576.0, lm / 1048576.0,
+               at.accessPolicyWindow.hitRatio);
+    }
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));

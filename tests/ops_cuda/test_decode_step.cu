@@ -71,8 +71,11 @@ struct step_model {
 
 static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, int bad_tok) {
     char label[160];
-    snprintf(label, sizeof label, "decode_step E=%d heads %d/%d hd=%d F=%d L=%d seqs=%zu%s", c.E,
-             c.H, c.HKV, c.D, c.F, c.L, pos.size(), bad_tok >= 0 ? " (a bad token id)" : "");
+    char at[32] = "";
+    if (pos.size() == 1) snprintf(at, sizeof at, " at %d", pos[0]);
+    snprintf(label, sizeof label, "decode_step E=%d heads %d/%d hd=%d F=%d L=%d seqs=%zu%s%s",
+             c.E, c.H, c.HKV, c.D, c.F, c.L, pos.size(), at,
+             bad_tok >= 0 ? " (a bad token id)" : "");
     const int n = (int)pos.size(), Q = c.H * c.D, KVD = c.HKV * c.D, QKV = Q + 2 * KVD,
               N_CTX = 1024;
     std::vector<std::vector<uint16_t>> hw;
@@ -307,8 +310,15 @@ void test_decode_step_host(void) {
 void test_decode_step_all(int quick) {
     const std::vector<int32_t> lens = {0, 1, 63, 64, 65, 511, 1023};
     run_step_case({128, 4, 2, 64, 256, 2, 500}, lens, -1);
-    run_step_case({128, 4, 2, 64, 256, 2, 500}, {2}, -1);
+    /* one token: the instance whose attention blocks compute their own q (ds_args.local_q),
+     * from the first position (no cached key) to the last */
+    for (int32_t p : {0, 1, 2, 63, 64, 65, 1023})
+        run_step_case({128, 4, 2, 64, 256, 2, 500}, {p}, -1);
     run_step_case({128, 4, 2, 64, 256, 2, 500}, {5, 9, 17}, 2);
     run_step_case({128, 4, 2, 64, 256, 2, 500}, {3, 300}, -1); /* the 2-token instance */
-    if (!quick) run_step_case({256, 2, 1, 128, 512, 2, 1000}, lens, -1);
+    if (!quick) {
+        run_step_case({256, 2, 1, 128, 512, 2, 1000}, lens, -1);
+        for (int32_t p : {0, 65, 1023})
+            run_step_case({256, 2, 1, 128, 512, 2, 1000}, {p}, -1);
+    }
 }
