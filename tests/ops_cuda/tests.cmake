@@ -17,6 +17,12 @@ if(TINFER_HAVE_CUDA)
   target_include_directories(probe-decode-step PRIVATE ${TINFER_INCLUDE_DIRS})
   target_compile_options(probe-decode-step PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -lineinfo>)
   target_link_libraries(probe-decode-step PRIVATE tinfer_ops_cuda tinfer_ops CUDA::cudart ${MATH_LIB})
+  # probe-hops: a lab probe of two device facts the fused step's design rests on (DRAM stream
+  # per SM count, a cluster's shared-memory exchange); run by scripts/gpu/run.sh as a benchmark
+  add_executable(probe-hops ${CMAKE_CURRENT_LIST_DIR}/probe_hops.cu)
+  target_include_directories(probe-hops PRIVATE ${TINFER_INCLUDE_DIRS})
+  target_compile_options(probe-hops PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -lineinfo>)
+  target_link_libraries(probe-hops PRIVATE CUDA::cudart)
   add_test(NAME ops_cuda COMMAND test-ops-cuda)
   set_tests_properties(ops_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 endif()
