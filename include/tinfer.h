@@ -257,6 +257,20 @@ TINFER_API const float *tinfer_get_logits(const tinfer_context *ctx, int32_t i);
  * logits (1) or for the argmax only (2); -1 otherwise. */
 TINFER_API tinfer_token tinfer_get_argmax(const tinfer_context *ctx, int32_t i);
 
+/* Greedy decoding of one sequence, several tokens a call: feeds `token` at the sequence's next
+ * position, then each step's most likely token (tinfer_get_argmax's pick) as the next step's
+ * input, at most n_max steps; the picks go to out[0 .. *n_out). Stops after a pick that ends
+ * generation (tinfer_token_is_eog; it is the last of out, and is not fed: the sequence holds
+ * `token` and the picks before it). The same tokens and cache as n_max rounds of tinfer_decode
+ * + tinfer_get_argmax, but where the backend can (the CUDA backend's fused decode step) the
+ * steps are queued on the device, each reading its token from the previous step's pick, with
+ * no host round trip between them. Afterwards tinfer_get_logits / tinfer_get_argmax have
+ * nothing (NULL / -1) until the next tinfer_decode. The sequence needs room for n_max tokens
+ * (else TINFER_ERR_CONTEXT_FULL, nothing run). */
+TINFER_API tinfer_status tinfer_decode_greedy(tinfer_context *ctx, int32_t seq_id,
+                                              tinfer_token token, int32_t n_max, tinfer_token *out,
+                                              int32_t *n_out);
+
 /* Tokens cached for a sequence; forgetting a sequence (seq_id < 0: all) empties its cache. */
 TINFER_API int32_t tinfer_seq_len(const tinfer_context *ctx, int32_t seq_id);
 TINFER_API tinfer_status tinfer_seq_clear(tinfer_context *ctx, int32_t seq_id);

@@ -159,6 +159,12 @@ typedef struct tinfer_backend_ops {
      * instead of n_out x V floats). Valid until the next begin. Waits for the step to finish. */
     tinfer_status (*logits)(void *cs, bool need_logits, const float **host_logits,
                             const int32_t **host_ids);
+    /* Optional (NULL: the runtime steps one token at a time). Runs the step just recorded (one
+     * token whose argmax was asked for, not yet run) and then n_more steps of the same sequence
+     * at the next positions, each fed the previous step's argmax, without waiting in between;
+     * ids[0 .. n_more] (host memory) the picks. TINFER_ERR_UNSUPPORTED, with nothing run, where
+     * it cannot; the runtime then calls logits and goes on one step at a time. */
+    tinfer_status (*greedy_steps)(void *cs, int32_t n_more, int32_t *ids);
     /* The message of the last failing call of this context ("" if none). */
     const char *(*last_error)(const void *cs);
     /* Launch counts (tinfer_context_stats' backend fields); NULL where there are none (CPU). */

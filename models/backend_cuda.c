@@ -527,6 +527,14 @@ static tinfer_status cuda_logits(void *cs, bool need_logits, const float **host_
     return TINFER_OK;
 }
 
+static tinfer_status cuda_greedy_steps(void *cs, int32_t n_more, int32_t *ids) {
+    cuda_ctx *c = cs;
+    on_device(c->m);
+    const tinfer_status rc = tinfer_cuda_greedy_steps(c, n_more);
+    if (rc == TINFER_OK) memcpy(ids, c->h_ids, (size_t)(n_more + 1) * sizeof(int32_t));
+    return rc;
+}
+
 static const char *cuda_last_error(const void *cs) { return ((const cuda_ctx *)cs)->err.msg; }
 
 static void cuda_stats(const void *cs, int64_t *replays, int64_t *captures, int32_t *kernels,
@@ -588,6 +596,7 @@ const tinfer_backend_ops tinfer_backend_cuda = {
     .rope_kv = cuda_rope_kv,
     .attention = cuda_attention,
     .logits = cuda_logits,
+    .greedy_steps = cuda_greedy_steps,
     .last_error = cuda_last_error,
     .stats = cuda_stats,
 };

@@ -158,4 +158,10 @@ static inline void *buf(cuda_ctx *c, tinfer_buf b) {
  * the logits rows. Asynchronous: cuda_logits synchronises. */
 tinfer_status tinfer_cuda_launch_step(cuda_ctx *c);
 
+/* The recorded one-token step as a fused kernel, then n_more more of them back to back, step k
+ * reading its token from step k - 1's pick in device memory at position pos + k; the picks
+ * into the pinned host ids [0 .. n_more] once all have run (backend_cuda_step.c).
+ * TINFER_ERR_UNSUPPORTED, nothing launched, where the fused step does not apply. Waits. */
+tinfer_status tinfer_cuda_greedy_steps(cuda_ctx *c, int32_t n_more);
+
 #endif

@@ -250,6 +250,48 @@ static tinfer_status run_fused_step(cuda_ctx *c) {
     return rc;
 }
 
+tinfer_status tinfer_cuda_greedy_steps(cuda_ctx *c, int32_t n_more) {
+    const tinfer_cuda_ctx_plan *p = &c->plan;
+    const tinfer_batch_plan *bp = c->bp;
+    if (n_more < 0 || n_more >= c->n_batch || bp->n != 1 || bp->n_out != 1)
+        return TINFER_ERR_UNSUPPORTED; /* the positions below live in the step's metadata */
+    const int32_t len0 = c->max_dec_len, max_len = len0 + n_more;
+    c->max_dec_len = max_len; /* the last step's keys: fused_ok checks the kernel takes them */
+    const bool ok = fused_ok(c);
+    c->max_dec_len = len0;
+    if (!ok) return TINFER_ERR_UNSUPPORTED;
+    /* positions pos + 1 .. pos + n_more after the step's own (an unused tail of the block) */
+    int32_t *h = c->h_meta + p->m_pos;
+    for (int32_t k = 1; k <= n_more; k++)
+        h[k] = h[0] + k;
+    int32_t *d_pos = meta_dev(c, p->m_pos), *d_ids = (int32_t *)(c->mem + p->ids);
+    if (n_more > 0)
+        CUDA_OK(&c->err,
+                cudaMemcpyAsync(d_pos + 1, h + 1, (size_t)n_more * 4, cudaMemcpyHostToDevice,
+                                c->stream),
+                "uploading the greedy steps' positions");
+    tinfer_status rc = TINFER_OK;
+    for (int32_t k = 0; k <= n_more && rc == TINFER_OK; k++) {
+        const tinfer_op_cuda_step_bufs b = {c->logits, c->bar, c->ll, TINFER_OP_CUDA_STEP_MAX_B,
+                                            c->amax, d_ids + k};
+        rc = tinfer_op_cuda_decode_step(&c->m->step, &c->kv, &b,
+                                        k ? d_ids + k - 1 : meta_dev(c, p->m_tok), d_pos + k,
+                                        meta_dev(c, p->m_seq), meta_dev(c, p->m_out), 1, 1,
+                                        max_len, NULL, c->stream, &c->err);
+        if (rc == TINFER_OK) c->n_fused++;
+    }
+    c->last_kernels = 1;
+    if (rc == TINFER_OK)
+        CUDA_OK(&c->err,
+                cudaMemcpyAsync(c->h_ids, d_ids, (size_t)(n_more + 1) * sizeof(int32_t),
+                                cudaMemcpyDeviceToHost, c->stream),
+                "downloading the greedy picks");
+    const cudaError_t e = cudaStreamSynchronize(c->stream);
+    if (rc != TINFER_OK) return rc;
+    CUDA_OK(&c->err, e, "the greedy steps' kernels");
+    return TINFER_OK;
+}
+
 /* The graph slot of this decode step's shape (found, or the least recently used, reset). */
 static graph_entry *graph_slot(cuda_ctx *c) {
     graph_entry *lru = &c->g[0];

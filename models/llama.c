@@ -380,14 +380,13 @@ static double now_s(void) {
         }                                                                                          \
     } while (0)
 
-tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
-                                   const tinfer_llama_config *cfg, const tinfer_llama_weights *w,
-                                   tinfer_llama_scratch *s, int32_t n, const int32_t *token,
-                                   const int32_t *pos, const int32_t *seq, const int32_t *out_rows,
-                                   int32_t n_out, bool need_logits, const float **logits,
-                                   const int32_t **ids, tinfer_err *err) {
-    *logits = NULL;
-    *ids = NULL;
+/* The step's plan and every op of the forward pass, up to (not including) the backend's call
+ * that runs them and hands back the logits. */
+static tinfer_status record_step(const tinfer_backend_ops *be, void *cs,
+                                 const tinfer_llama_config *cfg, const tinfer_llama_weights *w,
+                                 tinfer_llama_scratch *s, int32_t n, const int32_t *token,
+                                 const int32_t *pos, const int32_t *seq, const int32_t *out_rows,
+                                 int32_t n_out, tinfer_err *err) {
     if (n < 1 || n > s->n_batch || n_out < 0 || n_out > n)
         return tinfer_err_set(err, TINFER_ERR_INTERNAL,
                               "llama forward: batch of %d tokens (%d logits) for scratch of %d",
@@ -414,8 +413,8 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
     for (int32_t q = s->n_seq; q > 0; q--) start[q] = start[q - 1];
     start[0] = 0;
     for (int32_t j = 0; j < n_out; j++) s->out_rows[j] = s->inv[out_rows[j]];
-    const tinfer_batch_plan plan = {n, s->tok, s->pos, s->seq, s->n_seq, start, n_out, s->out_rows};
-    OP(EMBED, be->begin(cs, &plan));
+    s->plan = (tinfer_batch_plan){n, s->tok, s->pos, s->seq, s->n_seq, start, n_out, s->out_rows};
+    OP(EMBED, be->begin(cs, &s->plan));
 
     /* 1. embeddings                                                   X [n, E] */
     OP(EMBED, be->embed(cs, TINFER_BUF_X, &w->tok_embd));
@@ -451,6 +450,49 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
         OP(LM_HEAD, be->matmul(cs, TINFER_BUF_LOGITS, TINFER_BUF_XB, &w->lm_head, NULL, V, E,
                                TINFER_EPI_STORE, true));
     }
+    return TINFER_OK;
+}
+
+tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
+                                   const tinfer_llama_config *cfg, const tinfer_llama_weights *w,
+                                   tinfer_llama_scratch *s, int32_t n, const int32_t *token,
+                                   const int32_t *pos, const int32_t *seq, const int32_t *out_rows,
+                                   int32_t n_out, bool need_logits, const float **logits,
+                                   const int32_t **ids, tinfer_err *err) {
+    *logits = NULL;
+    *ids = NULL;
+    tinfer_status rc = record_step(be, cs, cfg, w, s, n, token, pos, seq, out_rows, n_out, err);
+    if (rc != TINFER_OK) return rc;
     OP(LM_HEAD, be->logits(cs, need_logits, logits, ids));
+    return TINFER_OK;
+}
+
+tinfer_status tinfer_llama_forward_greedy(const tinfer_backend_ops *be, void *cs,
+                                          const tinfer_llama_config *cfg,
+                                          const tinfer_llama_weights *w, tinfer_llama_scratch *s,
+                                          int32_t token, int32_t pos, int32_t seq, int32_t n_more,
+                                          int32_t *ids, int32_t *n_ids, tinfer_err *err) {
+    *n_ids = 0;
+    const int32_t row = 0;
+    tinfer_status rc = record_step(be, cs, cfg, w, s, 1, &token, &pos, &seq, &row, 1, err);
+    if (rc != TINFER_OK) return rc;
+    if (n_more > 0 && be->greedy_steps) {
+        const double t0 = s->profile ? now_s() : 0.0;
+        rc = be->greedy_steps(cs, n_more, ids);
+        if (rc == TINFER_OK) {
+            if (s->profile) {
+                s->op_seconds[TINFER_LLAMA_OP_LM_HEAD] += now_s() - t0;
+                s->op_calls[TINFER_LLAMA_OP_LM_HEAD]++;
+            }
+            *n_ids = 1 + n_more;
+            return TINFER_OK;
+        }
+        if (rc != TINFER_ERR_UNSUPPORTED) return tinfer_err_set(err, rc, "%s", be->last_error(cs));
+    }
+    const float *logits = NULL;
+    const int32_t *hid = NULL;
+    OP(LM_HEAD, be->logits(cs, false, &logits, &hid));
+    ids[0] = hid[0];
+    *n_ids = 1;
     return TINFER_OK;
 }

@@ -83,6 +83,7 @@ typedef struct tinfer_llama_scratch {
     int32_t *seq;       /* [n_batch] sequence ids, sorted order */
     int32_t *seq_start; /* [n_seq + 1] first sorted index of each sequence */
     int32_t *out_rows;  /* [n_batch] sorted indices of the rows that want logits */
+    tinfer_batch_plan plan; /* the step's plan: the backend holds it until its logits call */
     bool profile;       /* accumulate op_seconds / op_calls (host wall time per op) */
     double op_seconds[TINFER_LLAMA_OP_COUNT];
     int64_t op_calls[TINFER_LLAMA_OP_COUNT];
@@ -104,5 +105,16 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
                                    const int32_t *pos, const int32_t *seq, const int32_t *out_rows,
                                    int32_t n_out, bool need_logits, const float **logits,
                                    const int32_t **ids, tinfer_err *err);
+
+/* Greedy steps of one sequence: token at position pos of sequence seq, then each step's argmax
+ * at the next position, up to 1 + n_more steps. The backend's greedy_steps runs them all where
+ * it can (*n_ids = 1 + n_more); elsewhere the first step alone runs (*n_ids = 1). ids[0 ..
+ * *n_ids) the picks (host memory, the caller's). The caller has checked that the sequence has
+ * room for 1 + n_more tokens. */
+tinfer_status tinfer_llama_forward_greedy(const tinfer_backend_ops *be, void *cs,
+                                          const tinfer_llama_config *cfg,
+                                          const tinfer_llama_weights *w, tinfer_llama_scratch *s,
+                                          int32_t token, int32_t pos, int32_t seq, int32_t n_more,
+                                          int32_t *ids, int32_t *n_ids, tinfer_err *err);
 
 #endif

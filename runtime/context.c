@@ -1,6 +1,6 @@
 /*
  * context.c — tinfer_context: the KV cache, per-sequence bookkeeping, batch validation and
- * tinfer_decode / tinfer_get_logits.
+ * tinfer_decode / tinfer_get_logits, and tinfer_decode_greedy (several greedy steps a call).
  *
  * The KV cache, the activations and the logits belong to the backend's context
  * (models/backend.h: ctx_init sizes all of it once; the CPU's is F32 [n_seq_max][n_layer][n_ctx]
@@ -224,6 +224,48 @@ tinfer_status tinfer_decode(tinfer_context *c, const tinfer_batch *b) {
         c->seq_len[b->seq_id[i]]++;
     c->n_last = n;
     c->n_steps++;
+    return TINFER_OK;
+}
+
+tinfer_status tinfer_decode_greedy(tinfer_context *c, int32_t seq_id, tinfer_token token,
+                                   int32_t n_max, tinfer_token *out, int32_t *n_out) {
+    if (n_out) *n_out = 0;
+    if (!c || !out || !n_out)
+        return tinfer_err_set(c ? &c->err : NULL, TINFER_ERR_INVALID_ARG,
+                              "tinfer_decode_greedy: NULL %s",
+                              !c ? "context" : !out ? "out" : "n_out");
+    tinfer_err *e = &c->err;
+    if (n_max < 1)
+        return tinfer_err_set(e, TINFER_ERR_INVALID_ARG, "tinfer_decode_greedy: n_max %d < 1",
+                              (int)n_max);
+    if (seq_id < 0 || seq_id >= c->n_seq_max)
+        return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
+                              "tinfer_decode_greedy: seq_id %d out of range [0, %d)", (int)seq_id,
+                              (int)c->n_seq_max);
+    if (token < 0 || token >= c->cfg->n_vocab)
+        return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
+                              "tinfer_decode_greedy: token id %d out of range [0, %d)",
+                              (int)token, (int)c->cfg->n_vocab);
+    if ((int64_t)c->seq_len[seq_id] + n_max > c->n_ctx)
+        return tinfer_err_set(e, TINFER_ERR_CONTEXT_FULL,
+                              "sequence %d would need %lld tokens but n_ctx is %d", (int)seq_id,
+                              (long long)c->seq_len[seq_id] + n_max, (int)c->n_ctx);
+    c->n_last = 0; /* no logits or argmax after this call */
+    int32_t done = 0;
+    while (done < n_max) {
+        int32_t got = 0;
+        const tinfer_status rc = tinfer_llama_forward_greedy(
+            c->ops, c->bc, c->cfg, c->w, &c->s, token, c->seq_len[seq_id], seq_id,
+            n_max - done - 1, out + done, &got, e);
+        if (rc != TINFER_OK) return rc; /* the steps before this call's stay (*n_out of them) */
+        for (int32_t i = 0; i < got; i++) {
+            c->seq_len[seq_id]++; /* the step fed a token */
+            c->n_steps++;
+            *n_out = ++done;
+            if (tinfer_token_is_eog(c->model, out[done - 1])) return TINFER_OK;
+        }
+        token = out[done - 1];
+    }
     return TINFER_OK;
 }
 

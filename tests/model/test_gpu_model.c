@@ -17,6 +17,9 @@
  *      op-by-op path on the same tokens; it must have run for every decode step.
  *   5. the default context (cuda_fused_decode < 0: one sequence's decode steps fused) gives
  *      each sequence of 4 the greedy tokens of the op-by-op path, alone; its steps ran fused.
+ *   6. tinfer_decode_greedy (two calls) gives the tokens of step-by-step greedy decoding in the
+ *      same context, exactly: queued fused steps in the default context (all of them fused),
+ *      one step at a time in the op-by-op one.
  *   In 3 and 4 two runs may part at a step whose top two logits are a tie within the bound
  *   below (random weights make such steps common; the kernels for M = 1 and M = 4 sum in
  *   different orders): the test prints where, and fails on any other difference.
@@ -85,6 +88,33 @@ static int greedy_alone(tinfer_context *c, const tinfer_token *tok, int32_t plen
         l = tinfer_get_logits(c, 0);
     }
     return 0;
+}
+
+/* The same through tinfer_decode_greedy: the prompt in one step, its argmax as out[0], then two
+ * calls for the other N_GREEDY - 1 picks, of whose steps *fused ran fused. 0, or 1 when a call
+ * failed or made fewer picks. */
+static int greedy_calls(tinfer_context *c, const tinfer_token *tok, int32_t plen,
+                        tinfer_token *out, int64_t *fused) {
+    int32_t pos[64], seq[64] = {0}, na = 0, nb = 0;
+    if (plen > 64) return 1;
+    tinfer_seq_clear(c, -1);
+    for (int32_t i = 0; i < plen; i++)
+        pos[i] = i;
+    int8_t want[64] = {0};
+    want[plen - 1] = 2; /* the argmax only */
+    tinfer_batch b = {plen, tok, pos, seq, want};
+    if (tinfer_decode(c, &b) != TINFER_OK) return 1;
+    out[0] = tinfer_get_argmax(c, plen - 1);
+    tinfer_context_stats s0 = {0}, s1 = {0};
+    tinfer_context_get_stats(c, &s0);
+    const int32_t first = (N_GREEDY - 1) / 2;
+    if (tinfer_decode_greedy(c, 0, out[0], first, out + 1, &na) != TINFER_OK || na != first)
+        return 1;
+    if (tinfer_decode_greedy(c, 0, out[na], N_GREEDY - 1 - na, out + 1 + na, &nb) != TINFER_OK)
+        return 1;
+    tinfer_context_get_stats(c, &s1);
+    *fused = s1.fused_steps - s0.fused_steps;
+    return na + nb == N_GREEDY - 1 && tinfer_seq_len(c, 0) == plen + N_GREEDY - 1 ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
@@ -237,6 +267,26 @@ int main(int argc, char **argv) {
                    (long long)sd.steps);
             CHECK(sd.fused_steps >= 4 * N_GREEDY, "the default context fused %lld of its %lld "
                   "one-sequence decode steps", (long long)sd.fused_steps, (long long)sd.steps);
+            /* 6. several greedy steps a call, in the default context (queued fused steps) and
+             * in the op-by-op one (a step at a time): the step-by-step tokens exactly */
+            for (int32_t s = 0; cd && s < 4; s++) {
+                tinfer_token step[N_GREEDY], calls[N_GREEDY], calls_g[N_GREEDY];
+                int64_t fused = 0, fused_g = 0;
+                CHECK(greedy_alone(cd, tok + s, plen[s], V, step, NULL) == 0, "greedy: %s",
+                      tinfer_context_last_error(cd));
+                CHECK(greedy_calls(cd, tok + s, plen[s], calls, &fused) == 0, "decode_greedy: %s",
+                      tinfer_context_last_error(cd));
+                CHECK(!memcmp(step, calls, sizeof step), "sequence %d: decode_greedy's tokens "
+                      "differ from step-by-step greedy in the default context", (int)s);
+                CHECK(fused == N_GREEDY - 1, "sequence %d: %lld of decode_greedy's %d steps ran "
+                      "fused", (int)s, (long long)fused, N_GREEDY - 1);
+                CHECK(greedy_calls(cg, tok + s, plen[s], calls_g, &fused_g) == 0 && fused_g == 0,
+                      "decode_greedy (op by op): %s", tinfer_context_last_error(cg));
+                CHECK(!memcmp(gg[s], calls_g, sizeof calls_g), "sequence %d: decode_greedy's "
+                      "tokens differ from step-by-step greedy op by op", (int)s);
+            }
+            printf("  decode_greedy: the step-by-step tokens in the default (queued fused steps) "
+                   "and op-by-op contexts\n");
             tinfer_context_free(cd);
         }
         free(lg);

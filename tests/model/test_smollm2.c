@@ -161,6 +161,34 @@ static void run_case(tinfer_model *m, const cJSON *cs) {
           first_bad >= 0 ? (int)gen[first_bad] : 0, first_bad >= 0 ? (int)greedy[first_bad] : 0);
     if (first_bad < 0) printf("%s: %d greedy tokens equal HF's\n", name, (int)n_greedy);
 
+    /* 5b. the same continuation through tinfer_decode_greedy, one call of up to 63 steps: HF's
+     * tokens, and where HF's output ends with an end-of-generation token, the call stops on it
+     * with the sequence holding what was fed before it */
+    if (first_bad < 0) {
+        tinfer_context *g = NULL;
+        int32_t picks[64], n_p = 0, n_max = 256 - n_ids < 63 ? 256 - n_ids : 63;
+        rc = tinfer_context_init(m, &cp, &g);
+        if (rc == TINFER_OK) rc = decode_range(g, ids, 0, n_ids, false);
+        if (rc == TINFER_OK) rc = tinfer_decode_greedy(g, 0, greedy[0], n_max, picks, &n_p);
+        CHECK(rc == TINFER_OK, "%s: decode_greedy: %s", name, tinfer_last_error());
+        const bool eog = tinfer_token_is_eog(m, greedy[n_greedy - 1]);
+        int32_t bad = -1;
+        for (int32_t k = 0; rc == TINFER_OK && k < n_p && k + 1 < n_greedy && bad < 0; k++)
+            if (picks[k] != greedy[k + 1]) bad = k;
+        CHECK(bad < 0, "%s: decode_greedy pick %d is %d, HF %d", name, (int)bad,
+              bad >= 0 ? (int)picks[bad] : 0, bad >= 0 ? (int)greedy[bad + 1] : 0);
+        CHECK(rc != TINFER_OK || (eog ? n_p == n_greedy - 1 : n_p >= n_greedy - 1),
+              "%s: decode_greedy made %d picks, HF %d%s", name, (int)n_p, (int)(n_greedy - 1),
+              eog ? " ending with an end-of-generation token" : "");
+        CHECK(rc != TINFER_OK || tinfer_seq_len(g, 0) == n_ids + n_p,
+              "%s: decode_greedy left %d tokens cached, expected %d", name,
+              (int)tinfer_seq_len(g, 0), (int)(n_ids + n_p));
+        if (rc == TINFER_OK && bad < 0)
+            printf("%s: decode_greedy: %d picks equal HF's%s\n", name, (int)n_p,
+                   eog ? ", stopped on its end-of-generation token" : "");
+        tinfer_context_free(g);
+    }
+
     /* 4. token by token vs prefill */
     tinfer_seq_clear(c, 0);
     worst = 0;
@@ -183,6 +211,52 @@ out:
     tinfer_context_free(c);
     free(ids);
     free(greedy);
+}
+
+/* A chat answer that ends: "What is the capital of France?" gets a one-sentence answer and then
+ * <|im_end|> within a few tokens. tinfer_decode_greedy (one call of up to 63 steps) must give
+ * the step-by-step loop's tokens, stop on that end-of-generation token and leave the sequence
+ * holding what was fed before it. */
+static void eog_case(tinfer_model *m) {
+    const char *q = "What is the capital of France?";
+    tinfer_chat_message msg = {"user", q};
+    char text[1024];
+    size_t len = 0;
+    int32_t toks[256], n = 0, loop[64], n_loop = 0, picks[64], n_p = 0;
+    tinfer_status rc = tinfer_chat_apply(m, &msg, 1, true, text, sizeof text - 1, &len);
+    if (rc == TINFER_OK)
+        rc = tinfer_tokenize(m, text, len, TINFER_TOKENIZE_PARSE_SPECIAL, toks, 256, &n);
+    tinfer_context_params cp = tinfer_context_default_params();
+    cp.n_ctx = 256;
+    tinfer_context *a = NULL, *b = NULL;
+    if (rc == TINFER_OK) rc = tinfer_context_init(m, &cp, &a);
+    if (rc == TINFER_OK) rc = tinfer_context_init(m, &cp, &b);
+    if (rc == TINFER_OK) rc = decode_range(a, toks, 0, n, false);
+    if (rc == TINFER_OK) rc = decode_range(b, toks, 0, n, false);
+    const int32_t first = rc == TINFER_OK ? tinfer_get_argmax(a, n - 1) : 0;
+    /* step by step: feed, pick, until an end-of-generation pick */
+    for (int32_t t = first; rc == TINFER_OK && n_loop < 63;) {
+        if ((rc = decode_range(a, &t, n + n_loop, 1, false)) != TINFER_OK) break;
+        t = loop[n_loop++] = tinfer_get_argmax(a, 0);
+        if (tinfer_token_is_eog(m, t)) break;
+    }
+    if (rc == TINFER_OK) rc = tinfer_decode_greedy(b, 0, first, 63, picks, &n_p);
+    CHECK(rc == TINFER_OK, "eog: %s", tinfer_last_error());
+    const bool ended = n_loop > 0 && tinfer_token_is_eog(m, loop[n_loop - 1]);
+    CHECK(rc != TINFER_OK || ended, "eog: no end-of-generation token in %d greedy steps",
+          (int)n_loop);
+    CHECK(rc != TINFER_OK || (n_p == n_loop && !memcmp(picks, loop, (size_t)n_p * 4)),
+          "eog: decode_greedy made %d picks, the loop %d (or they differ)", (int)n_p,
+          (int)n_loop);
+    CHECK(rc != TINFER_OK || (tinfer_seq_len(b, 0) == n + n_p &&
+                              tinfer_seq_len(a, 0) == tinfer_seq_len(b, 0)),
+          "eog: decode_greedy left %d tokens cached, the loop %d", (int)tinfer_seq_len(b, 0),
+          (int)tinfer_seq_len(a, 0));
+    if (rc == TINFER_OK && ended && n_p == n_loop)
+        printf("eog: decode_greedy stopped on the end-of-generation token after %d picks, as the "
+               "loop did\n", (int)n_p);
+    tinfer_context_free(a);
+    tinfer_context_free(b);
 }
 
 int main(int argc, char **argv) {
@@ -220,6 +294,7 @@ int main(int argc, char **argv) {
     const cJSON *cases = cJSON_GetObjectItem(fx, "cases");
     for (int32_t i = 0; i < cJSON_GetArraySize(cases); i++)
         run_case(m, cJSON_GetArrayItem(cases, i));
+    eog_case(m);
     tinfer_model_free(m);
     cJSON_Delete(fx);
     free(json);

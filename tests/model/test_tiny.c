@@ -10,7 +10,10 @@
  *   3. the same prompt token by token (batches of 1): logits equal the prefill's;
  *   4. 16 greedy tokens equal HF's;
  *   5. two sequences in one batch (one continuing its cache, one starting, entries interleaved)
- *      give the logits each gives alone.
+ *      give the logits each gives alone;
+ *   6. tinfer_decode_greedy, in two calls, gives HF's greedy tokens and the cache the
+ *      step-by-step loop leaves (the next step's logits equal), and refuses bad arguments and
+ *      a full context with nothing run.
  */
 #include "test_util.h"
 #include "tinfer.h"
@@ -219,6 +222,65 @@ int main(int argc, char **argv) {
           (int)tinfer_seq_len(c, 1));
     printf("two sequences in one batch vs alone: max rel diff %.3g (bound %.0e)\n", worst,
            TOL_SELF);
+    tinfer_context_free(c);
+
+    /* 6. several greedy steps a call: the prompt, HF's first greedy token fed, then its picks */
+    c = new_ctx(m, 1);
+    if (run_seq(c, 0, 0, ids, n_prompt, n_prompt, tbt, V)) return 1;
+    int32_t picks[64], n_a = 0, n_b2 = 0;
+    const int32_t first = n_greedy / 3; /* two calls: first picks, then the rest */
+    rc = tinfer_decode_greedy(c, 0, greedy[0], first, picks, &n_a);
+    CHECK(rc == TINFER_OK && n_a == first, "decode_greedy: %s (%d picks)", tinfer_last_error(),
+          (int)n_a);
+    if (rc == TINFER_OK)
+        rc = tinfer_decode_greedy(c, 0, picks[n_a - 1], n_greedy - 1 - n_a, picks + n_a, &n_b2);
+    CHECK(rc == TINFER_OK && n_a + n_b2 == n_greedy - 1, "decode_greedy: %s (%d + %d picks)",
+          tinfer_last_error(), (int)n_a, (int)n_b2);
+    for (int32_t g = 0; rc == TINFER_OK && g + 1 < n_greedy; g++)
+        CHECK(picks[g] == greedy[g + 1], "decode_greedy pick %d: %d, HF %d", (int)g,
+              (int)picks[g], (int)greedy[g + 1]);
+    CHECK(tinfer_seq_len(c, 0) == n_prompt + n_greedy - 1, "decode_greedy: sequence length %d, "
+          "expected %d", (int)tinfer_seq_len(c, 0), (int)(n_prompt + n_greedy - 1));
+    CHECK(tinfer_get_argmax(c, 0) == -1 && !tinfer_get_logits(c, 0),
+          "decode_greedy: the last step's logits still readable");
+    /* the cache it left: the next step (HF's last greedy token fed) against the step-by-step
+     * run of the prompt and every greedy token */
+    if (rc == TINFER_OK) {
+        const int32_t n_all = n_prompt + n_greedy;
+        int32_t all[320], pos = n_all - 1, sq = 0;
+        float *ref = malloc((size_t)n_all * V * sizeof(float));
+        memcpy(all, ids, (size_t)n_prompt * 4);
+        memcpy(all + n_prompt, greedy, (size_t)n_greedy * 4);
+        tinfer_context *r = new_ctx(m, 1);
+        tinfer_batch one = {1, &greedy[n_greedy - 1], &pos, &sq, NULL};
+        if (run_seq(r, 0, 0, all, n_all, 1, ref, V) || tinfer_decode(c, &one) != TINFER_OK) {
+            fprintf(stderr, "decode: %s\n", tinfer_last_error());
+            return 1;
+        }
+        const float *last_ref = ref + (size_t)(n_all - 1) * V;
+        const double d = rel_diff(tinfer_get_logits(c, 0), last_ref, last_ref, V);
+        CHECK(d <= TOL_SELF, "the step after decode_greedy vs step by step: %.3g", d);
+        printf("decode_greedy: %d greedy tokens equal HF's in two calls; the next step's logits "
+               "vs step by step %.3g (bound %.0e)\n",
+               (int)(n_greedy - 1), d, TOL_SELF);
+        tinfer_context_free(r);
+        free(ref);
+    }
+    /* bad arguments and a full context: refused, nothing run */
+    const int32_t len = tinfer_seq_len(c, 0);
+    int32_t n_bad = 7;
+    CHECK(tinfer_decode_greedy(c, 0, greedy[0], 0, picks, &n_bad) == TINFER_ERR_INVALID_ARG &&
+              n_bad == 0, "decode_greedy: n_max 0 accepted");
+    CHECK(tinfer_decode_greedy(c, 1, greedy[0], 1, picks, &n_bad) == TINFER_ERR_INVALID_ARG,
+          "decode_greedy: seq_id 1 of 1 accepted");
+    CHECK(tinfer_decode_greedy(c, 0, V, 1, picks, &n_bad) == TINFER_ERR_INVALID_ARG,
+          "decode_greedy: token id %d accepted", (int)V);
+    CHECK(tinfer_decode_greedy(c, 0, greedy[0], 1, NULL, &n_bad) == TINFER_ERR_INVALID_ARG,
+          "decode_greedy: NULL out accepted");
+    CHECK(tinfer_decode_greedy(c, 0, greedy[0], 128 - len + 1, picks, &n_bad) ==
+                  TINFER_ERR_CONTEXT_FULL && n_bad == 0 && tinfer_seq_len(c, 0) == len,
+          "decode_greedy: %d tokens past a context of 128 holding %d not refused", 128 - len + 1,
+          (int)len);
     tinfer_context_free(c);
 
     tinfer_model_free(m);
