@@ -6,13 +6,16 @@
  *
  *   tinfer-bench -m DIR [-p 512] [-n 128] [-r 5] [--batch 1,8,64] [-o md|json|csv]
  *                [--backend auto|cpu|cuda] [--random-weights] [--threads N] [--png PREFIX]
- *                [--tp 1,2,4] [--gpus 0,1,...]
+ *                [--tp 1,2,4] [--gpus 0,1,...] [--greedy K]
  *
  * Tests (token ids are random, from a fixed seed; the KV cache is emptied before each run):
  *   ppN      one sequence's N-token prompt in ONE tinfer_decode: N / time
  *   tgN      N single-token steps of one sequence from an empty cache: N / time
  *   tgN@bB   B sequences (16-token prompts first, not timed), then N steps of one token per
  *            sequence, all B in each step (M = B): aggregate B * N / time
+ *   tgN-gK   (--greedy K) tgN as greedy decoding through tinfer_decode_greedy, K steps a call
+ *            (each step fed the previous one's pick; where the backend can, queued on the
+ *            device with no host round trip between them): N / time
  * --tp N,...: the model is loaded once per value (tensor-parallel shards; 0 off, 1 one rank
  * through the tensor-parallel path) and every test runs on each, as its own rows (backend "cuda
  * tp2"; json / csv field tp); a value needing more GPUs than the machine has is left out with a
@@ -137,6 +140,7 @@ typedef struct bench {
     int8_t *want;
     int graphs; /* tinfer_context_params.cuda_graphs */
     int fused;  /* tinfer_context_params.cuda_fused_decode */
+    int greedy; /* > 0: one sequence's tg through tinfer_decode_greedy, this many steps a call */
 } bench;
 
 /* One run of a test; returns its seconds, < 0 on error. */
@@ -151,6 +155,16 @@ static double run_once(bench *b, tinfer_context *ctx, char kind, int32_t tokens,
         tinfer_batch bt = {tokens, b->tok, b->pos, b->seq, NULL};
         double t0 = now_s();
         if (tinfer_decode(ctx, &bt) != TINFER_OK) return -1;
+        return now_s() - t0;
+    }
+    if (batch == 1 && b->greedy > 0) { /* greedy: each call's last pick feeds the next call */
+        tinfer_token t = rand_token(b->n_vocab);
+        const double t0 = now_s();
+        for (int32_t done = 0, n = 0; done < tokens; done += n) {
+            const int32_t k = tokens - done < b->greedy ? tokens - done : b->greedy;
+            if (tinfer_decode_greedy(ctx, 0, t, k, b->tok, &n) != TINFER_OK) return -1;
+            t = b->tok[n - 1]; /* after an end-of-generation pick (n < k) too: fed next */
+        }
         return now_s() - t0;
     }
     int32_t base = 0;
@@ -188,6 +202,8 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
     r->batch = batch;
     if (kind == 'p')
         snprintf(r->name, sizeof r->name, "pp%d", (int)tokens);
+    else if (batch == 1 && b->greedy > 0)
+        snprintf(r->name, sizeof r->name, "tg%d-g%d", (int)tokens, b->greedy);
     else if (batch == 1)
         snprintf(r->name, sizeof r->name, "tg%d", (int)tokens);
     else
@@ -198,6 +214,7 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
     cp.n_ctx = kind == 'p' ? tokens : tokens + (batch > 1 ? BATCH_PROMPT : 0);
     if (n_ctx > cp.n_ctx) cp.n_ctx = n_ctx;
     cp.n_batch = kind == 'p' ? tokens : batch * (batch > 1 ? BATCH_PROMPT : 1);
+    if (kind == 'g' && batch == 1 && b->greedy > cp.n_batch) cp.n_batch = b->greedy;
     cp.cuda_graphs = b->graphs;
     cp.cuda_fused_decode = b->fused;
     tinfer_context *ctx = NULL;
@@ -298,6 +315,8 @@ static void usage(void) {
         "                         there are: left out); on the CPU the shards run one after\n"
         "                         another (a check of the split, not faster)\n"
         "  --gpus 0,1,...         CUDA devices, one per shard (default 0, 1, ...)\n"
+        "  --greedy K             one sequence's decode tests as greedy decoding through\n"
+        "                         tinfer_decode_greedy, K steps a call (rows tgN-gK)\n"
         "  --no-peak              skip measuring the peaks (CPU: read bandwidth; GPU: copy\n"
         "                         bandwidth and cuBLAS BF16 GEMM) the results are compared with\n"
         "  --png PREFIX           also write PREFIX-batch.png (decode tok/s vs batch size) and\n"
@@ -419,7 +438,7 @@ int main(int argc, char **argv) {
     unsigned long long seed = 1;
     out_fmt fmt = OUT_MD;
     bool random_w = false, peak = true;
-    int graphs = 1, fused = -1;
+    int graphs = 1, fused = -1, greedy = 0;
     tinfer_backend backend = TINFER_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -485,6 +504,12 @@ int main(int argc, char **argv) {
             if (strcmp(v, "0") && strcmp(v, "1") && strcmp(v, "auto"))
                 return fail("--fused: '%s' is not auto, 0 or 1", v);
             fused = !strcmp(v, "auto") ? -1 : v[0] == '1';
+        } else if (!strcmp(a, "--greedy")) {
+            errno = 0;
+            const long k = strtol(v, &end, 10);
+            if (errno || *end || end == v || k < 1 || k > 4096)
+                return fail("--greedy: '%s' is not an integer in [1, 4096]", v);
+            greedy = (int)k;
         } else if (!strcmp(a, "--backend")) {
             if (tinfer_example_backend(v, &backend) != 0)
                 return fail("--backend: '%s' is not cpu, cuda or auto", v);
@@ -506,6 +531,7 @@ int main(int argc, char **argv) {
     bench b = {0};
     b.graphs = graphs;
     b.fused = fused;
+    b.greedy = greedy;
     fprintf(stderr, "tinfer-bench: loading %s%s\n", dir, random_w ? " (random weights)" : "");
     int t_first = 0; /* the first --tp value this machine runs (fewer GPUs: later values) */
     while (tinfer_model_load(dir, &mp, &b.model) != TINFER_OK) {
@@ -526,6 +552,7 @@ int main(int argc, char **argv) {
         max_tok = pp[i] > max_tok ? pp[i] : max_tok;
     for (int i = 0; i < n_batch; i++)
         max_tok = batches[i] * BATCH_PROMPT > max_tok ? batches[i] * BATCH_PROMPT : max_tok;
+    if (greedy > max_tok) max_tok = greedy; /* a tinfer_decode_greedy call's picks */
     b.tok = malloc((size_t)max_tok * sizeof *b.tok);
     b.pos = malloc((size_t)max_tok * sizeof *b.pos);
     b.seq = malloc((size_t)max_tok * sizeof *b.seq);

@@ -4,6 +4,8 @@
 #  - bench_cli: every test kind on the tiny fixture, JSON out (the batched decode test named).
 #  - bench_random: tinfer-bench --random-weights on the config-only directory, CSV out.
 #  - bench_tp: --tp 1,2: each test once per value (json field tp; the 2-shard rows' route).
+#  - bench_greedy: --greedy 3: the one-sequence decode test through tinfer_decode_greedy, 3
+#    steps a call (row tg8-g3, 8 tokens: two full calls and one of 2).
 #  - bench_png: tinfer-bench --png on the tiny fixture writes both charts as PNG files
 #    (check_png.cmake), into the build tree (tests/bench-png-*.png).
 set(_cfg_only ${CMAKE_CURRENT_BINARY_DIR}/config-only)
@@ -27,5 +29,9 @@ add_test(NAME bench_tp COMMAND tinfer-bench -m ${PROJECT_SOURCE_DIR}/tests/model
                                --backend cpu --tp 1,2 -p 16 -n 2 -r 1 -o json --no-peak)
 set_tests_properties(bench_tp PROPERTIES PASS_REGULAR_EXPRESSION
                      "\"test\": \"pp16\".*\"tp\": 1}.*\"test\": \"tg2\".*\"route\": \"tp 2: [^\"]*\".*\"tp\": 2}")
-set_tests_properties(random_weights bench_cli bench_random bench_png bench_tp PROPERTIES LABELS unit
+add_test(NAME bench_greedy COMMAND tinfer-bench -m ${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama
+                                   -p 0 -n 8 -r 2 -o json --no-peak --greedy 3)
+set_tests_properties(bench_greedy PROPERTIES PASS_REGULAR_EXPRESSION
+                     "\"test\": \"tg8-g3\", \"n_prompt\": 0, \"n_gen\": 8, \"batch\": 1, \"avg_ts\": [1-9]")
+set_tests_properties(random_weights bench_cli bench_random bench_png bench_tp bench_greedy PROPERTIES LABELS unit
                      TIMEOUT 120)
