@@ -161,9 +161,10 @@ typedef struct tinfer_backend_ops {
                             const int32_t **host_ids);
     /* Optional (NULL: the runtime steps one token at a time). Runs the step just recorded (one
      * token whose argmax was asked for, not yet run) and then n_more steps of the same sequence
-     * at the next positions, each fed the previous step's argmax, without waiting in between;
-     * ids[0 .. n_more] (host memory) the picks. TINFER_ERR_UNSUPPORTED, with nothing run, where
-     * it cannot; the runtime then calls logits and goes on one step at a time. */
+     * (n_more < the context's n_batch: a step's metadata holds n_batch positions) at the next
+     * positions, each fed the previous step's argmax, without waiting in between; ids[0 ..
+     * n_more] (host memory) the picks. TINFER_ERR_UNSUPPORTED, with nothing run, where it
+     * cannot; the runtime then calls logits and goes on one step at a time. */
     tinfer_status (*greedy_steps)(void *cs, int32_t n_more, int32_t *ids);
     /* The message of the last failing call of this context ("" if none). */
     const char *(*last_error)(const void *cs);

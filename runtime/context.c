@@ -253,10 +253,11 @@ tinfer_status tinfer_decode_greedy(tinfer_context *c, int32_t seq_id, tinfer_tok
     c->n_last = 0; /* no logits or argmax after this call */
     int32_t done = 0;
     while (done < n_max) {
-        int32_t got = 0;
-        const tinfer_status rc = tinfer_llama_forward_greedy(
-            c->ops, c->bc, c->cfg, c->w, &c->s, token, c->seq_len[seq_id], seq_id,
-            n_max - done - 1, out + done, &got, e);
+        int32_t got = 0, more = n_max - done - 1;
+        if (more > c->n_batch - 1) more = c->n_batch - 1; /* the seam's bound: the rest next */
+        const tinfer_status rc = tinfer_llama_forward_greedy(c->ops, c->bc, c->cfg, c->w, &c->s,
+                                                             token, c->seq_len[seq_id], seq_id,
+                                                             more, out + done, &got, e);
         if (rc != TINFER_OK) return rc; /* the steps before this call's stay (*n_out of them) */
         for (int32_t i = 0; i < got; i++) {
             c->seq_len[seq_id]++; /* the step fed a token */
