@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command: install the build dependencies, build tinfer, fetch and convert
-# SmolLM2-135M-Instruct, and generate text with it (on the CPU; the CUDA model backend is not
-# there yet).
+# SmolLM2-135M-Instruct, and generate text with it (on the GPU where one is usable, else the
+# CPU: tinfer-generate takes --backend auto).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
