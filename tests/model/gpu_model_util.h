@@ -1,7 +1,8 @@
 /*
  * gpu_model_util.h — what the tests that run one model two ways on the GPU share
  * (test_gpu_model.c: CUDA against the CPU; test_gpu_tp.c: tensor parallelism against one GPU):
- * loading with the same random weights, a context, and one prefill + decode run's logits.
+ * loading with the same random weights, random token ids, a context, and one prefill + decode
+ * run's logits.
  * Header-only; include after test_util.h.
  */
 #ifndef TINFER_TEST_GPU_MODEL_UTIL_H
@@ -26,6 +27,15 @@ static inline tinfer_model *load_random(const char *dir, tinfer_backend be, int3
     tinfer_model *m = NULL;
     *rc = tinfer_model_load(dir, &mp, &m);
     return m;
+}
+
+/* tok[0 .. n): token ids below V from a fixed xorshift sequence (the same in every test). */
+static inline void random_tokens(tinfer_token *tok, int32_t n, int32_t V) {
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int32_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        tok[i] = (tinfer_token)(x % (uint64_t)V);
+    }
 }
 
 /* A context of n_seq sequences, 256 tokens each, cuda_fused_decode = fused. */

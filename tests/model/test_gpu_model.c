@@ -136,11 +136,7 @@ int main(int argc, char **argv) {
         printf("%s\n  gpu: %s\n  cpu: %s\n", dir, tinfer_model_desc(g), tinfer_model_desc(cpu));
         const int32_t V = tinfer_model_n_vocab(g), R = N_PROMPT + N_DECODE;
         tinfer_token tok[N_PROMPT + N_DECODE];
-        uint64_t x = 0x9E3779B97F4A7C15ull;
-        for (int32_t i = 0; i < R; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            tok[i] = (tinfer_token)(x % (uint64_t)V);
-        }
+        random_tokens(tok, R, V);
         float *lg = malloc((size_t)R * V * sizeof(float)),
               *lc = malloc((size_t)R * V * sizeof(float));
         float *lf = malloc((size_t)R * V * sizeof(float));

@@ -105,11 +105,7 @@ int main(int argc, char **argv) {
     CHECK(strstr(tinfer_model_desc(tp), "tensor-parallel") != NULL, "tp %d desc", (int)TP);
     const int32_t V = tinfer_model_n_vocab(ref), R = N_PROMPT + N_DECODE;
     tinfer_token tok[N_PROMPT + N_DECODE];
-    uint64_t x = 0x9E3779B97F4A7C15ull;
-    for (int32_t i = 0; i < R; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        tok[i] = (tinfer_token)(x % (uint64_t)V);
-    }
+    random_tokens(tok, R, V);
     float *lr = malloc((size_t)R * V * sizeof(float)), *lt = malloc((size_t)R * V * sizeof(float));
     /* the op-by-op step on both sides (tp ranks never fuse) */
     tinfer_context *cr = context(ref, N_SEQ, 0), *ct = context(tp, N_SEQ, 0);
