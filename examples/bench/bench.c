@@ -6,7 +6,7 @@
  *
  *   tinfer-bench -m DIR [-p 512] [-n 128] [-r 5] [--batch 1,8,64] [-o md|json|csv]
  *                [--backend auto|cpu|cuda] [--random-weights] [--threads N] [--png PREFIX]
- *                [--tp 1,2,4] [--gpus 0,1,...] [--greedy K]
+ *                [--tp 1,2,4] [--gpus 0,1,...] [--greedy K] [--argmax]
  *
  * Tests (token ids are random, from a fixed seed; the KV cache is emptied before each run):
  *   ppN      one sequence's N-token prompt in ONE tinfer_decode: N / time
@@ -16,6 +16,11 @@
  *   tgN-gK   (--greedy K) tgN as greedy decoding through tinfer_decode_greedy, K steps a call
  *            (each step fed the previous one's pick; where the backend can, queued on the
  *            device with no host round trip between them): N / time
+ *   tgN@bB-argmax, tgN-argmax  (--argmax) the decode steps ask each sequence for its most
+ *            likely token only (tinfer_batch.logits 2), as greedy decoding does: on the GPU one
+ *            id a sequence comes to the host instead of n_vocab logits (at 64 SmolLM2 sequences
+ *            12.6 MB a step over PCIe). Without it every step's logits come to the host, as
+ *            llama-bench and llama-batched-bench ask for them.
  * --tp N,...: the model is loaded once per value (tensor-parallel shards; 0 off, 1 one rank
  * through the tensor-parallel path) and every test runs on each, as its own rows (backend "cuda
  * tp2"; json / csv field tp); a value needing more GPUs than the machine has is left out with a
@@ -141,6 +146,7 @@ typedef struct bench {
     int graphs; /* tinfer_context_params.cuda_graphs */
     int fused;  /* tinfer_context_params.cuda_fused_decode */
     int greedy; /* > 0: one sequence's tg through tinfer_decode_greedy, this many steps a call */
+    int argmax; /* 1: decode steps ask for the argmax only (tinfer_batch.logits 2) */
 } bench;
 
 /* One run of a test; returns its seconds, < 0 on error. */
@@ -174,7 +180,7 @@ static double run_once(bench *b, tinfer_context *ctx, char kind, int32_t tokens,
                 b->tok[i] = rand_token(b->n_vocab);
                 b->pos[i] = k;
                 b->seq[i] = s;
-                b->want[i] = k == BATCH_PROMPT - 1;
+                b->want[i] = k == BATCH_PROMPT - 1 ? (int8_t)(b->argmax ? 2 : 1) : 0;
             }
         tinfer_batch bt = {batch * BATCH_PROMPT, b->tok, b->pos, b->seq, b->want};
         if (tinfer_decode(ctx, &bt) != TINFER_OK) return -1;
@@ -186,7 +192,7 @@ static double run_once(bench *b, tinfer_context *ctx, char kind, int32_t tokens,
             b->tok[s] = rand_token(b->n_vocab); /* speed does not depend on which token */
             b->pos[s] = base + step;
             b->seq[s] = s;
-            b->want[s] = 1;
+            b->want[s] = b->argmax ? 2 : 1;
         }
         tinfer_batch bt = {batch, b->tok, b->pos, b->seq, b->want};
         if (tinfer_decode(ctx, &bt) != TINFER_OK) return -1;
@@ -205,9 +211,9 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
     else if (batch == 1 && b->greedy > 0)
         snprintf(r->name, sizeof r->name, "tg%d-g%d", (int)tokens, b->greedy);
     else if (batch == 1)
-        snprintf(r->name, sizeof r->name, "tg%d", (int)tokens);
+        snprintf(r->name, sizeof r->name, "tg%d%s", (int)tokens, b->argmax ? "-argmax" : "");
     else
-        snprintf(r->name, sizeof r->name, "tg%d@b%d", (int)tokens, (int)batch);
+        snprintf(r->name, sizeof r->name, "tg%d@b%d%s", (int)tokens, (int)batch, b->argmax ? "-argmax" : "");
     tinfer_model_route_desc(b->model, kind == 'p' ? tokens : batch, r->route, sizeof r->route);
     tinfer_context_params cp = tinfer_context_default_params();
     cp.n_seq_max = batch;
@@ -317,6 +323,9 @@ static void usage(void) {
         "  --gpus 0,1,...         CUDA devices, one per shard (default 0, 1, ...)\n"
         "  --greedy K             one sequence's decode tests as greedy decoding through\n"
         "                         tinfer_decode_greedy, K steps a call (rows tgN-gK)\n"
+        "  --argmax               decode steps ask each sequence for its most likely token\n"
+        "                         only, as greedy decoding does (one id a sequence to the host\n"
+        "                         instead of its logits; rows tgN-argmax, tgN@bB-argmax)\n"
         "  --no-peak              skip measuring the peaks (CPU: read bandwidth; GPU: copy\n"
         "                         bandwidth and cuBLAS BF16 GEMM) the results are compared with\n"
         "  --png PREFIX           also write PREFIX-batch.png (decode tok/s vs batch size) and\n"
@@ -438,7 +447,7 @@ int main(int argc, char **argv) {
     unsigned long long seed = 1;
     out_fmt fmt = OUT_MD;
     bool random_w = false, peak = true;
-    int graphs = 1, fused = -1, greedy = 0;
+    int graphs = 1, fused = -1, greedy = 0, argmax = 0;
     tinfer_backend backend = TINFER_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -452,6 +461,10 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--no-peak")) {
             peak = false;
+            continue;
+        }
+        if (!strcmp(a, "--argmax")) {
+            argmax = 1;
             continue;
         }
         if (i + 1 >= argc) return fail("%s: missing value (see --help)", a);
@@ -532,6 +545,7 @@ int main(int argc, char **argv) {
     b.graphs = graphs;
     b.fused = fused;
     b.greedy = greedy;
+    b.argmax = argmax;
     fprintf(stderr, "tinfer-bench: loading %s%s\n", dir, random_w ? " (random weights)" : "");
     int t_first = 0; /* the first --tp value this machine runs (fewer GPUs: later values) */
     while (tinfer_model_load(dir, &mp, &b.model) != TINFER_OK) {
