@@ -102,7 +102,7 @@ cp "$LIST" "$stage/pack/tests.txt"
 } > "$stage/pack/MANIFEST"
 
 mkdir -p "$DEST"
-tar -C "$stage" -czf "$DEST/pack.tar.gz.tmp" pack
+tar -C "$stage" -cf - pack | gzip -9 > "$DEST/pack.tar.gz.tmp" # -9: 1-2 MiB under the default
 size=$(stat -c %s "$DEST/pack.tar.gz.tmp")
 if [ "$size" -gt $((MAX_MIB * 1024 * 1024)) ]; then
     rm -f "$DEST/pack.tar.gz.tmp"

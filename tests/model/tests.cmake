@@ -49,6 +49,15 @@ target_include_directories(q8_accuracy PRIVATE ${TINFER_INCLUDE_DIRS})
 # the shared library: packed for the GPU check (the real model's CUDA-vs-CPU logits)
 target_link_libraries(q8_accuracy PRIVATE tinfer_shared ${MATH_LIB})
 
+# probe-timeline: a decode step's kernels as they run (CUDA graphs, PDL) from CUPTI's activity
+# records, and the GPU's idle share of the host's step period (a lab probe, not a ctest test;
+# run by scripts/gpu/run.sh as a benchmark).
+if(TINFER_HAVE_CUDA AND TARGET CUDA::cupti)
+  add_executable(probe-timeline ${TINFER_MODEL_TEST_DIR}/probe_timeline.c)
+  target_include_directories(probe-timeline PRIVATE ${TINFER_INCLUDE_DIRS})
+  target_link_libraries(probe-timeline PRIVATE tinfer_shared CUDA::cupti)
+endif()
+
 # test_cuda_plan (label unit): the CUDA backend's memory plan, host arithmetic only.
 add_executable(test_cuda_plan ${TINFER_MODEL_TEST_DIR}/test_cuda_plan.c ${PROJECT_SOURCE_DIR}/models/cuda_plan.c)
 target_include_directories(test_cuda_plan PRIVATE ${TINFER_INCLUDE_DIRS})
