@@ -239,7 +239,8 @@ typedef enum tinfer_gemm_bf16_path {
 /* Rung 06 (06_wgmma_tiny.cu, one 64-output tile (32 with SwiGLU) x 16, 32 or 64 tokens per CTA,
  * every k-block in shared memory) takes a call on sm_90 above TINFER_GEMM_BF16_GEMV_MAX_M tokens
  * when its CTAs (row tiles x token tiles x split factor) number at most
- * TINFER_GEMM_BF16_TINY_CTAS16_PER_SM x SMs with 16-token tiles, else (plain outputs of a K one
+ * TINFER_GEMM_BF16_TINY_CTAS16_PER_SM x SMs with 16-token tiles (unsplit ones
+ * _CTAS16_UNSPLIT_PER_SM x SMs), else (plain outputs of a K one
  * CTA holds, TINFER_GEMM_BF16_TINY_PLAIN64_FIRST) at most _CTAS64_PER_SM x SMs with 64-token
  * tiles, else at most _CTAS32_PER_SM x SMs with 32-token tiles, else at most _CTAS64_PER_SM x SMs
  * with 64-token tiles, each capped at the CTAs whose shared memory fits an SM
@@ -299,6 +300,17 @@ typedef enum tinfer_gemm_bf16_path {
 #define TINFER_GEMM_BF16_TINY_RING_WG 2
 #define TINFER_GEMM_BF16_TINY_RING_MAX_K 2048
 #define TINFER_GEMM_BF16_TINY_CTAS16_PER_SM 1
+/* Unsplit 16-token tiles may number up to this many CTAs per SM (the split ones
+ * TINFER_GEMM_BF16_TINY_CTAS16_PER_SM): inside a decode step, among kernels that overlap through
+ * programmatic dependent launch, two per SM beat one 32-token tile per SM where the standalone
+ * graph timings above said the opposite. H100, tinfer-bench (SmolLM2, random weights, three runs
+ * each, alternating with one per SM): tg128@b64-argmax 80,270-80,330 tok/s against
+ * 77,710-78,050 (the fused gate/up at 64 tokens in 192 CTAs instead of 96 of 32 tokens; the
+ * step's kernels 761 against 783 us, probe-timeline); tg128@b32-argmax 43,630-43,740 against
+ * 43,530-43,690, pp128 115,200-115,900 against 115,900-116,400, pp256 185,500-186,000 against
+ * 183,900-184,500 (QKV and O in 16-token tiles). With split tiles two per SM as well (down at 64
+ * tokens split 4, 144 CTAs) 79,100-79,500: down took 5.28 us a call against 3.75 split 3. */
+#define TINFER_GEMM_BF16_TINY_CTAS16_UNSPLIT_PER_SM 2
 #define TINFER_GEMM_BF16_TINY_CTAS32_PER_SM 2
 #define TINFER_GEMM_BF16_TINY_CTAS64_PER_SM 1
 #define TINFER_GEMM_BF16_TINY_CLUSTER 1

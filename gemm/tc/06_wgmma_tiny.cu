@@ -546,7 +546,9 @@ int32_t tinfer_gemm_bf16_tiny_pick(int64_t M, int64_t nout, int64_t K, int32_t s
         const int32_t fmax = f0 == 1 ? 1 : TINFER_GEMM_BF16_TINY_MAX_SPLIT;
         for (int32_t j = 0; j <= fmax - f0; j++) {
             int32_t f = t.bt == 16 ? fmax - j : f0 + j;
-            const int64_t spm = ty_per_sm(g, kblocks, f, t.per);
+            /* unsplit 16-token tiles may share an SM (bf16.h, _CTAS16_UNSPLIT_PER_SM) */
+            const int per = t.bt == 16 && f == 1 ? TINFER_GEMM_BF16_TINY_CTAS16_UNSPLIT_PER_SM : t.per;
+            const int64_t spm = ty_per_sm(g, kblocks, f, per);
             if (spm > 0 && tiles * f <= spm * n_sm) {
                 /* 16-token tiles: TINFER_GEMM_BF16_TINY_WG16 consumer warpgroups; with one, a K
                  * that fits is split over TINFER_GEMM_BF16_TINY_SHORT_SPLIT all the same while

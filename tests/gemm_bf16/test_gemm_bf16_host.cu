@@ -119,7 +119,7 @@ void skinny_pick(void) {
 }
 
 /* Rung 06's pick (host arithmetic, 132 SMs): 16-token tiles while their CTAs (64-output row tiles
- * x token tiles x split factor) fit one per SM, else (plain outputs, a K one CTA holds) 64-token
+ * x token tiles x split factor) fit one per SM (unsplit ones two per SM), else (plain outputs, a K one CTA holds) 64-token
  * tiles while one per SM, else 32-token tiles while two per SM, else 64-token tiles while one per
  * SM (fewer where their shared memory does not fit), else none; a K that one CTA cannot hold split
  * as widely as that allows (up to 4) at 16 tokens, as little at 32 / 64; 16-token tiles with two
@@ -130,10 +130,10 @@ void skinny_pick(void) {
 void tiny_pick(void) {
     struct { int64_t M, nout, K; int sw, n_sm, want, want_f, want_st, want_wg; } cs[] = {
         {16, 960, 576, 0, 132, 16, 1, 0, 2},    {128, 960, 576, 0, 132, 16, 1, 0, 2}, /* SmolLM2 QKV: 15 and 120 CTAs */
-        {256, 960, 576, 0, 132, 64, 1, 0, 1},   {512, 960, 576, 0, 132, 64, 1, 0, 1}, /* 240 at 16 tokens; 60 / 120 at 64 */
-        {1024, 960, 576, 0, 132, 0, 0, 0, 0},   {64, 3072, 576, 0, 132, 64, 1, 0, 1}, /* 240 at 64, 480 at 32; gate/up 192 at 16, 48 at 64 */
+        {256, 960, 576, 0, 132, 16, 1, 0, 2},   {512, 960, 576, 0, 132, 64, 1, 0, 1}, /* 240 at 16 tokens, two per SM; 480 at 16, 120 at 64 */
+        {1024, 960, 576, 0, 132, 0, 0, 0, 0},   {64, 3072, 576, 0, 132, 16, 1, 0, 2}, /* 240 at 64, 480 at 32; gate/up 192 at 16 */
         {128, 3072, 576, 0, 132, 64, 1, 0, 1},  {256, 3072, 576, 0, 132, 0, 0, 0, 0}, /* 96 at 64; 192 at 64, 384 at 32 */
-        {64, 1536, 576, 1, 132, 32, 1, 0, 1},   {16, 576, 1408, 0, 132, 16, 1, 0, 2}, /* fused gate/up: 48 row tiles of 32; 22 k-blocks fit */
+        {64, 1536, 576, 1, 132, 16, 1, 0, 2},   {16, 576, 1408, 0, 132, 16, 1, 0, 2}, /* fused gate/up: 48 row tiles of 32, 192 CTAs; 22 k-blocks fit */
         {256, 1536, 576, 1, 132, 0, 0, 0, 0},   {128, 1536, 576, 1, 132, 32, 1, 0, 1}, /* SwiGLU as gate/up: 384 / 192 at 32, 192 at 64 */
         {256, 576, 1536, 0, 132, 64, 2, 0, 1},  {16, 40, 576, 1, 132, 16, 1, 0, 2},   /* down: 72 CTAs of 64 tokens split 2; 2 row tiles */
         {16, 960, 40, 0, 132, 16, 1, 0, 2},     {16, 3072, 576, 0, 132, 16, 1, 0, 2}, /* K = 40: one k-block; gate/up: 48 CTAs */
@@ -213,7 +213,7 @@ void route_choice(int cc, int n_sm) {
         {"Llama down", 1, 4096, 14336, 0, "gemv 06", "gemv 05"},        /* K >= 8192: the cluster GEMV on sm_90 */
         {"SmolLM2 gate/up", 16, 3072, 576, 0, "gemm 06 t16 wg2", "gemv 08"}, /* else one rung 08 pass: 3.5 MB */
         {"SmolLM2 gate/up", 32, 3072, 576, 0, "gemm 06 t16 wg2", "gemv 08"}, /* else two passes: 7 MB */
-        {"SmolLM2 gate/up", 64, 3072, 576, 0, "gemm 06 t64 wg1", "gemm 01"}, /* four passes: 14 MB */
+        {"SmolLM2 gate/up", 64, 3072, 576, 0, "gemm 06 t16 wg2", "gemm 01"}, /* four passes: 14 MB */
         {"SmolLM2 down", 32, 576, 1536, 0, "gemm 06 t16 k/4 wg2", "gemv 05"}, /* else K > 1024, two passes 3.5 MB */
         {"SmolLM2 down", 33, 576, 1536, 0, "gemm 06 t16 k/4 wg2", "gemm 01"}, /* three passes: 5.3 MB */
         {"SmolLM2 down", 512, 576, 1536, 0, "gemm 06 t64 ring12 wg2", "gemm 01"},
@@ -226,7 +226,7 @@ void route_choice(int cc, int n_sm) {
         {"SmolLM2 LM head", TINFER_GEMV_BF16_STREAM_MAX_M, 49152, 576, 0, "gemv 08", "gemv 08"},
         {"SmolLM2 LM head", TINFER_GEMV_BF16_STREAM_MAX_M + 1, 49152, 576, 0, "gemm 05", "gemm 01"},
         {"SmolLM2 LM head", 64, 49152, 576, 0, "gemm 03", "gemm 01"},   /* past rung 05's 32 tokens */
-        {"SmolLM2 gate/up SwiGLU", 64, 3072, 576, 1, "gemm 06 t32 wg1", "gemm 01"},
+        {"SmolLM2 gate/up SwiGLU", 64, 3072, 576, 1, "gemm 06 t16 wg2", "gemm 01"},
         {"SwiGLU 2048 x 2048", 128, 2048, 2048, 1, "gemm 04", "gemm 01"}, /* 4 wgmma tiles, no rung-06 tier */
     };
     { /* no arguments: no route, named "none"; a short buffer gets a terminated prefix */
