@@ -228,10 +228,18 @@ phase_on memcheck && sanitize memcheck
 phase_on racecheck && sanitize racecheck
 
 # ---- phases bench, long ----
-bench_key() { # log: the rows, mismatches and the device line's copy rate
+bench_key() { # log: probe-timeline's step, tinfer-bench's tok/s (JSON), else the rows,
+    # mismatches and the device line's copy rate
     local f=$1
-    printf '%s rows, %s mismatches' "$(grep -cE '^[a-z0-9_]+ ' "$f")" "$(grep -c MISMATCH "$f")"
-    grep -m1 -o 'copy [0-9]* GB/s' "$f" | sed 's/^/, /'
+    if grep -q '^per step: host period' "$f"; then
+        sed -n 's/^per step: host period \([0-9.]*\) us.*GPU span \([0-9.]*\) us.*GPU idle [0-9.]* us (\([0-9]*%\).*/step \1 us, kernels \2 us, GPU idle \3/p' "$f" | head -1
+    elif grep -q '"avg_ts"' "$f"; then
+        grep -o '"test": "[^"]*"[^}]*"avg_ts": [0-9]*' "$f" |
+            sed 's/"test": "\([^"]*\)".*"avg_ts": \([0-9]*\)/\1 \2 tok\/s/' | paste -sd, - | sed 's/,/, /g' | cut -c1-110
+    else
+        printf '%s rows, %s mismatches' "$(grep -cE '^[a-z0-9_]+ ' "$f")" "$(grep -c MISMATCH "$f")"
+        grep -m1 -o 'copy [0-9]* GB/s' "$f" | sed 's/^/, /'
+    fi
 }
 run_benches() { # phase kinds...
     local i name kind cmd bin args lim
