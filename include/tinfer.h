@@ -118,10 +118,12 @@ TINFER_API const char *tinfer_model_desc(const tinfer_model *model);
 TINFER_API int64_t tinfer_model_weight_bytes(const tinfer_model *model);
 /* The kernels a step of n_tokens tokens runs its projections on, as the backend's dispatcher
  * picks them from the batch shape (e.g. "qkv gemv 08, o gemv 08, ..., lm head gemv 09" on a GPU,
- * "cpu avx512 gemv" on the CPU), written NUL-terminated into buf (cap bytes, truncated to fit).
- * Returns buf. */
+ * "cpu avx512 gemv" on the CPU), the LM head's for n_logits rows (1 <= n_logits <= n_tokens: 1
+ * for a prompt's last token, n_tokens for a decode step of n_tokens sequences that each want
+ * their logits), written NUL-terminated into buf (cap bytes, truncated to fit; empty for sizes
+ * out of range). Returns buf. */
 TINFER_API const char *tinfer_model_route_desc(const tinfer_model *model, int32_t n_tokens,
-                                               char *buf, size_t cap);
+                                               int32_t n_logits, char *buf, size_t cap);
 
 TINFER_API tinfer_token tinfer_token_bos(const tinfer_model *model); /* -1 if none */
 /* End-of-generation tokens: every eos id of config.json / generation_config.json. */

@@ -116,9 +116,10 @@ typedef struct tinfer_backend_ops {
     const char *(*model_desc)(const void *state);
     /* Bytes of weights one decode step reads (every matrix once, the embedding rows aside). */
     int64_t (*weight_bytes)(const void *state);
-    /* The kernels a step of n_tokens tokens runs its GEMMs on (one line into buf, cap bytes):
-     * what the dispatcher picks from the batch shape, per projection. */
-    void (*route_desc)(const void *state, int32_t n_tokens, char *buf, size_t cap);
+    /* The kernels a step of n_tokens tokens runs its GEMMs on, the LM head on n_logits rows
+     * (one line into buf, cap bytes): what the dispatcher picks from the batch shape, per
+     * projection. */
+    void (*route_desc)(const void *state, int32_t n_tokens, int32_t n_logits, char *buf, size_t cap);
 
     /* --- context level ------------------------------------------------------------------- */
     /* KV cache for n_seq x n_ctx tokens, activations for n_batch tokens, logits for n_seq rows

@@ -78,8 +78,9 @@ static int64_t cpu_weight_bytes(const void *state) {
 
 /* gemm/cpu takes its GEMV for one row (W streamed once), the packed or AMX GEMM above; the
  * kernel names the path each takes (on AMX machines: "cpu avx512vnni gemv", "cpu amx gemm") */
-static void cpu_route_desc(const void *state, int32_t n_tokens, char *buf, size_t cap) {
-    (void)state;
+static void cpu_route_desc(const void *state, int32_t n_tokens, int32_t n_logits, char *buf,
+                           size_t cap) {
+    (void)state, (void)n_logits;
     snprintf(buf, cap, "cpu %s %s", tinfer_gemm_cpu_kernel(n_tokens),
              n_tokens == 1 ? "gemv" : "gemm");
 }

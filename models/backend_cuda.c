@@ -234,7 +234,8 @@ static int64_t cuda_weight_bytes(const void *state) {
 
 /* The dispatcher's route (gemm/dispatch.cu) of each projection at M = n_tokens, the LM head at
  * M = 1 (the decode case: one row wants logits per sequence). */
-static void cuda_route_desc(const void *state, int32_t n_tokens, char *buf, size_t cap) {
+static void cuda_route_desc(const void *state, int32_t n_tokens, int32_t n_logits, char *buf,
+                            size_t cap) {
     const cuda_model *m = state;
     const tinfer_llama_config *c = m->cfg;
     on_device(m); /* the dispatcher reads the current device's facts */
@@ -248,7 +249,7 @@ static void cuda_route_desc(const void *state, int32_t n_tokens, char *buf, size
               {"o", n_tokens, E, Q, 0},
               {"gate/up", n_tokens, 2 * F, E, 1},
               {"down", n_tokens, E, F, 0},
-              {"lm head", 1, c->n_vocab, E, 0}};
+              {"lm head", n_logits, c->n_vocab, E, 0}};
     size_t at = 0;
     buf[0] = '\0';
     for (int i = 0; i < 5 && at < cap; i++) {

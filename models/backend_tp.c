@@ -481,11 +481,12 @@ static int64_t tp_weight_bytes(const void *state) {
     return bytes;
 }
 
-static void tp_route_desc(const void *state, int32_t n_tokens, char *buf, size_t cap) {
+static void tp_route_desc(const void *state, int32_t n_tokens, int32_t n_logits, char *buf,
+                          size_t cap) {
     const tp_model *m = state;
     const int k = snprintf(buf, cap, "tp %d: ", (int)m->n_rank);
     if (k > 0 && (size_t)k < cap)
-        m->ops->route_desc(m->state[0], n_tokens, buf + k, cap - (size_t)k);
+        m->ops->route_desc(m->state[0], n_tokens, n_logits, buf + k, cap - (size_t)k);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -315,11 +315,12 @@ const char *tinfer_model_desc(const tinfer_model *m) { return m ? m->desc : ""; 
 int64_t tinfer_model_weight_bytes(const tinfer_model *m) {
     return m ? m->ops->weight_bytes(m->be_state) : 0;
 }
-const char *tinfer_model_route_desc(const tinfer_model *m, int32_t n_tokens, char *buf,
-                                    size_t cap) {
+const char *tinfer_model_route_desc(const tinfer_model *m, int32_t n_tokens, int32_t n_logits,
+                                    char *buf, size_t cap) {
     if (!buf || cap == 0) return buf;
     buf[0] = '\0';
-    if (m && n_tokens >= 1) m->ops->route_desc(m->be_state, n_tokens, buf, cap);
+    if (m && n_tokens >= 1 && n_logits >= 1 && n_logits <= n_tokens)
+        m->ops->route_desc(m->be_state, n_tokens, n_logits, buf, cap);
     return buf;
 }
 

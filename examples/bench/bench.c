@@ -214,7 +214,9 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
         snprintf(r->name, sizeof r->name, "tg%d%s", (int)tokens, b->argmax ? "-argmax" : "");
     else
         snprintf(r->name, sizeof r->name, "tg%d@b%d%s", (int)tokens, (int)batch, b->argmax ? "-argmax" : "");
-    tinfer_model_route_desc(b->model, kind == 'p' ? tokens : batch, r->route, sizeof r->route);
+    /* a prompt's LM head runs on its last token, a decode step's on every sequence's */
+    tinfer_model_route_desc(b->model, kind == 'p' ? tokens : batch, kind == 'p' ? 1 : batch,
+                            r->route, sizeof r->route);
     tinfer_context_params cp = tinfer_context_default_params();
     cp.n_seq_max = batch;
     cp.n_ctx = kind == 'p' ? tokens : tokens + (batch > 1 ? BATCH_PROMPT : 0);

@@ -234,6 +234,17 @@ static void test_model_and_batches(const char *generate_bin) {
           "bos/eos: %d, %d x eos %d", tinfer_token_bos(m), tinfer_token_eos_count(m),
           tinfer_token_eos(m, 0));
     CHECK(tinfer_model_backend(m) == TINFER_BACKEND_CPU, "AUTO should resolve to the CPU");
+    { /* the route of a step: the CPU's kernel names; sizes out of range: empty */
+        char r[128];
+        CHECK(strstr(tinfer_model_route_desc(m, 4, 4, r, sizeof r), "cpu ") == r, "route '%s'", r);
+        CHECK(strstr(tinfer_model_route_desc(m, 1, 1, r, sizeof r), "gemv") != NULL, "route '%s'",
+              r);
+        CHECK(!tinfer_model_route_desc(m, 4, 5, r, sizeof r)[0] &&
+                  !tinfer_model_route_desc(m, 4, 0, r, sizeof r)[0] &&
+                  !tinfer_model_route_desc(m, 0, 0, r, sizeof r)[0] &&
+                  !tinfer_model_route_desc(NULL, 1, 1, r, sizeof r)[0],
+              "a route for bad sizes: '%s'", r);
+    }
 
     tinfer_context_params cp = tinfer_context_default_params();
     cp.n_ctx = 8;

@@ -199,7 +199,7 @@ static void compare(const char *name, const char *dir, bool random_w, double tol
         snprintf(what, sizeof what, "%s tp %d", name, (int)tp);
         CHECK(strstr(tinfer_model_desc(mt), "tensor-parallel"), "%s: desc '%s'", what,
               tinfer_model_desc(mt));
-        tinfer_model_route_desc(mt, 1, route, sizeof route);
+        tinfer_model_route_desc(mt, 1, 1, route, sizeof route);
         CHECK(!strncmp(route, "tp ", 3), "%s: route '%s'", what, route);
         /* KV split (tp 1, 2): the shards hold exactly the weights; replicated (tp 4): more */
         const int64_t w1 = tinfer_model_weight_bytes(m1), wt = tinfer_model_weight_bytes(mt);
