@@ -95,11 +95,6 @@ static int fail(const char *msg, const char *arg) {
     return 1;
 }
 
-#define CUPTI_OK(call)                                                                             \
-    do {                                                                                           \
-        if ((call) != CUPTI_SUCCESS) return fail("CUPTI call failed", #call);                       \
-    } while (0)
-
 int main(int argc, char **argv) {
     const char *dir = NULL;
     int batch = 64, steps = 32, argmax = 0, top = 16, fused = -1;
