@@ -233,7 +233,7 @@ static int64_t cuda_weight_bytes(const void *state) {
 }
 
 /* The dispatcher's route (gemm/dispatch.cu) of each projection at M = n_tokens, the LM head at
- * M = 1 (the decode case: one row wants logits per sequence). */
+ * M = n_logits (the rows that want logits). */
 static void cuda_route_desc(const void *state, int32_t n_tokens, int32_t n_logits, char *buf,
                             size_t cap) {
     const cuda_model *m = state;

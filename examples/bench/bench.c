@@ -206,14 +206,15 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
     r->kind = kind;
     r->tokens = tokens;
     r->batch = batch;
+    const char *sfx = b->argmax ? "-argmax" : ""; /* decode rows asking for the argmax only */
     if (kind == 'p')
         snprintf(r->name, sizeof r->name, "pp%d", (int)tokens);
     else if (batch == 1 && b->greedy > 0)
         snprintf(r->name, sizeof r->name, "tg%d-g%d", (int)tokens, b->greedy);
     else if (batch == 1)
-        snprintf(r->name, sizeof r->name, "tg%d%s", (int)tokens, b->argmax ? "-argmax" : "");
+        snprintf(r->name, sizeof r->name, "tg%d%s", (int)tokens, sfx);
     else
-        snprintf(r->name, sizeof r->name, "tg%d@b%d%s", (int)tokens, (int)batch, b->argmax ? "-argmax" : "");
+        snprintf(r->name, sizeof r->name, "tg%d@b%d%s", (int)tokens, (int)batch, sfx);
     /* a prompt's LM head runs on its last token, a decode step's on every sequence's */
     tinfer_model_route_desc(b->model, kind == 'p' ? tokens : batch, kind == 'p' ? 1 : batch,
                             r->route, sizeof r->route);
