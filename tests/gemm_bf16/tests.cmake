@@ -7,7 +7,7 @@ if(TINFER_HAVE_CUDA)
                  ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16_host.cu
                  ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16_norm.cu ${TINFER_BASE_SRC})
   target_include_directories(test-gemm-bf16 PRIVATE ${TINFER_INCLUDE_DIRS})
-  target_link_libraries(test-gemm-bf16 PRIVATE tinfer_ladder tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
+  tinfer_lab_program(test-gemm-bf16)
   add_test(NAME gemm_bf16 COMMAND test-gemm-bf16)
   set_tests_properties(gemm_bf16 PROPERTIES LABELS gpu SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 
@@ -25,13 +25,14 @@ if(TINFER_HAVE_CUDA)
                  ${TINFER_BASE_SRC})
   target_include_directories(tinfer-bench-gemm-bf16 PRIVATE ${TINFER_INCLUDE_DIRS}
                              ${STB_INCLUDE_DIR})
-  target_link_libraries(tinfer-bench-gemm-bf16 PRIVATE tinfer_ladder tinfer_gemm_cuda CUDA::cublas CUDA::cudart ${MATH_LIB})
+  tinfer_lab_program(tinfer-bench-gemm-bf16)
+  target_link_libraries(tinfer-bench-gemm-bf16 PRIVATE CUDA::cublas)
 
   # Decode rungs 05/06 under programmatic dependent launch: a kernel writes new X / W right
   # before the GEMV on the same stream, no sync; the output must come from the new values.
   add_executable(test-gemv-pdl ${CMAKE_CURRENT_LIST_DIR}/test_gemv_pdl.cu ${TINFER_BASE_SRC})
   target_include_directories(test-gemv-pdl PRIVATE ${TINFER_INCLUDE_DIRS})
-  target_link_libraries(test-gemv-pdl PRIVATE tinfer_ladder tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
+  tinfer_lab_program(test-gemv-pdl)
   add_test(NAME gemv_pdl COMMAND test-gemv-pdl)
   set_tests_properties(gemv_pdl PROPERTIES LABELS gpu SKIP_RETURN_CODE ${TINFER_TEST_SKIP})
 endif()

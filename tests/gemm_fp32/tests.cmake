@@ -5,7 +5,7 @@ if(TINFER_HAVE_CUDA)
   add_executable(test_gemm_fp32 ${CMAKE_CURRENT_LIST_DIR}/test_sgemm.c
                  ${TINFER_BASE_SRC})
   target_include_directories(test_gemm_fp32 PRIVATE ${TINFER_INCLUDE_DIRS})
-  target_link_libraries(test_gemm_fp32 PRIVATE tinfer_ladder tinfer_gemm_cuda CUDA::cudart ${MATH_LIB})
+  tinfer_lab_program(test_gemm_fp32)
   add_test(NAME gemm_fp32 COMMAND test_gemm_fp32)
   add_test(NAME gemm_fp32_quick COMMAND test_gemm_fp32 --quick)
   set_tests_properties(gemm_fp32 gemm_fp32_quick PROPERTIES LABELS gpu
