@@ -310,12 +310,15 @@ void test_decode_step_host(void) {
 void test_decode_step_all(int quick) {
     const std::vector<int32_t> lens = {0, 1, 63, 64, 65, 511, 1023};
     run_step_case({128, 4, 2, 64, 256, 2, 500}, lens, -1);
-    /* one token: the instance whose attention blocks compute their own q (ds_args.local_q),
-     * from the first position (no cached key) to the last */
+    /* one token (the one-token instance), from the first position (no cached key) to the last */
     for (int32_t p : {0, 1, 2, 63, 64, 65, 1023})
         run_step_case({128, 4, 2, 64, 256, 2, 500}, {p}, -1);
     run_step_case({128, 4, 2, 64, 256, 2, 500}, {5, 9, 17}, 2);
     run_step_case({128, 4, 2, 64, 256, 2, 500}, {3, 300}, -1); /* the 2-token instance */
+    /* SmolLM2's heads (9 over 3 KV heads), one token and three; a GQA group of 5 */
+    run_step_case({576, 9, 3, 64, 1536, 2, 1000}, {70}, -1);
+    run_step_case({576, 9, 3, 64, 1536, 2, 1000}, {0, 64, 1023}, -1);
+    run_step_case({320, 10, 2, 64, 512, 2, 500}, {1, 200}, -1);
     if (!quick) {
         run_step_case({256, 2, 1, 128, 512, 2, 1000}, lens, -1);
         for (int32_t p : {0, 65, 1023})
