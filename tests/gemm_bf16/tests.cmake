@@ -1,11 +1,12 @@
 # tests/gemm_bf16: the BF16 GEMM/GEMV kernels (gemm/bf16.h) against a double-precision CPU
-# reference; label gpu, exit 77 (skipped) without a GPU. Links only cudart (+ base/status.c
-# for the error slots) so the binary runs on the device image, which lacks cJSON/PCRE2.
+# reference; label gpu, exit 77 (skipped) without a GPU. Links only libtinfer_lab and cudart
+# (libtinfer_lab also carries base/status.c), so the binary runs on the device image, which lacks
+# cJSON/PCRE2.
 if(TINFER_HAVE_CUDA)
   add_executable(test-gemm-bf16 ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16.cu
                  ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16_case.cu
                  ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16_host.cu
-                 ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16_norm.cu ${TINFER_BASE_SRC})
+                 ${CMAKE_CURRENT_LIST_DIR}/test_gemm_bf16_norm.cu)
   target_include_directories(test-gemm-bf16 PRIVATE ${TINFER_INCLUDE_DIRS})
   tinfer_lab_program(test-gemm-bf16)
   add_test(NAME gemm_bf16 COMMAND test-gemm-bf16)
@@ -21,8 +22,7 @@ if(TINFER_HAVE_CUDA)
                  ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16_timing.cu
                  ${PROJECT_SOURCE_DIR}/examples/bench_gemm/bf16_trace.cu
                  ${PROJECT_SOURCE_DIR}/examples/bench_gemm/chart.c
-                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/knobs.c
-                 ${TINFER_BASE_SRC})
+                 ${PROJECT_SOURCE_DIR}/examples/bench_gemm/knobs.c)
   target_include_directories(tinfer-bench-gemm-bf16 PRIVATE ${TINFER_INCLUDE_DIRS}
                              ${STB_INCLUDE_DIR})
   tinfer_lab_program(tinfer-bench-gemm-bf16)
@@ -30,7 +30,7 @@ if(TINFER_HAVE_CUDA)
 
   # Decode rungs 05/06 under programmatic dependent launch: a kernel writes new X / W right
   # before the GEMV on the same stream, no sync; the output must come from the new values.
-  add_executable(test-gemv-pdl ${CMAKE_CURRENT_LIST_DIR}/test_gemv_pdl.cu ${TINFER_BASE_SRC})
+  add_executable(test-gemv-pdl ${CMAKE_CURRENT_LIST_DIR}/test_gemv_pdl.cu)
   target_include_directories(test-gemv-pdl PRIVATE ${TINFER_INCLUDE_DIRS})
   tinfer_lab_program(test-gemv-pdl)
   add_test(NAME gemv_pdl COMMAND test-gemv-pdl)
