@@ -5,12 +5,14 @@
  * features; W row-major [N, K] as HF stores it; X row-major [M, K]; both BF16; FP32 accumulate.
  *
  * Epilogue, in this order, all in FP32 before the one rounding to the output type:
+ *   acc[m, n] *= rs_m                                    (the split RMSNorm's consumer, rss)
  *   v[m, n] = acc[m, n] + bias[n]                        (bias optional, BF16 [N])
  *   swiglu:  W is the fused gate/up weight [gate rows 0..F-1 ; up rows F..2F-1], N = 2F,
  *            Y has F columns and y[m, j] = silu(v[m, j]) * v[m, F + j]
  *   y[m, j] += R[m, j]                                   (residual optional, same dtype as Y;
  *                                                          R may be Y itself: in-place add)
- *   Y stored as BF16 (round to nearest even) or F32.
+ *   Y stored as BF16 (round to nearest even) or F32; the split RMSNorm's producer (nx, F32 Y)
+ *   also stores BF16(y * nw[j]) and adds y^2 into the row's sum of squares.
  *
  * Constraints, checked by every launcher (TINFER_ERR_INVALID_ARG with a one-line message):
  *   M, N, K >= 1; K % 8 == 0, ldx % 8 == 0, ldw % 8 == 0 and X, W 16-byte aligned (16-byte
@@ -63,6 +65,22 @@ typedef struct tinfer_gemm_bf16_args {
      * start reading W before the previous kernel has finished (decode rungs 05 / 06). 0 (the
      * zero-initialised default): W is treated like X. */
     int32_t w_static;
+    /* An RMSNorm split across two GEMMs (the CUDA backend fuses a residual GEMM, the RMSNorm after
+     * it and the GEMM that reads the normalised rows; ARCHITECTURE.md). NULL (the default): off.
+     * Producer (F32 Y, no SwiGLU): besides y[m, j], nx[m, j] = BF16(y[m, j] * nw[j]) and y[m, j]^2
+     * added into the row's sum of squares nss[2 m], nss[2 m + 1] (tinfer_nss_add: two words of
+     * fixed point summed by integer atomics, so the sum does not depend on the order CTAs add in;
+     * the caller zeroes them first). */
+    uint16_t *nx; /* BF16 [M, ldnx] */
+    int64_t ldnx;
+    const uint16_t *nw;       /* BF16 [N] */
+    unsigned long long *nss;  /* [M][2] */
+    /* Consumer: row m's accumulators are multiplied by rs_m = 1 / sqrt(S_m / rn + reps) before the
+     * bias (S_m: the sum of squares in rss[2 m], rss[2 m + 1], a producer's nss), so with X = a
+     * producer's nx, Y = epi(rmsnorm(y) * nw · W^T), the rows' 1 / rms applied after the product. */
+    const unsigned long long *rss; /* [M][2] */
+    int32_t rn;
+    float reps;
 } tinfer_gemm_bf16_args;
 
 /* Decode GEMV ladder rungs (gemm/decode/). */
@@ -430,6 +448,13 @@ int tinfer_gemm_bf16_rmsnorm_ok(const tinfer_gemm_bf16_args *a);
 tinfer_status tinfer_gemm_bf16_rmsnorm(const tinfer_gemm_bf16_args *a, const float *x, int64_t ldx,
                                        const uint16_t *norm_w, float eps, cudaStream_t stream,
                                        tinfer_err *err);
+
+/* Whether tinfer_gemm_bf16 (path AUTO) runs these arguments where the split RMSNorm's fields
+ * (nx / rss) pay: a GEMM-path rung other than 03. Every kernel but rung 03 (wgmma_ws, which
+ * answers TINFER_ERR_UNSUPPORTED) takes them, but a decode GEMV stores each output from one
+ * thread, so a row's sum of squares would take up to one atomic per output (thousands on one
+ * address at M = 1), where the tensor-core rungs' epilogues add one per warp and row. */
+int tinfer_gemm_bf16_split_norm_ok(const tinfer_gemm_bf16_args *a);
 
 /* Which path AUTO takes for this shape on the current device (for tests and benches). */
 tinfer_gemm_bf16_path tinfer_gemm_bf16_choose(int64_t M, int64_t N, int64_t K);

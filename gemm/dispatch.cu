@@ -83,6 +83,15 @@ extern "C" tinfer_status tinfer_gemm_bf16_check(const tinfer_gemm_bf16_args *a, 
     }
     if (a->R == a->Y && a->R && a->ldr != a->ldy)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "%s: in-place residual needs ldr == ldy", who);
+    if ((a->nx || a->nw || a->nss) &&
+        (!a->nx || !a->nw || !a->nss || a->y_dtype != TINFER_DTYPE_F32 || a->swiglu || a->ldnx < a->N))
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG,
+                              "%s: the split RMSNorm's producer needs nx, nw and nss, an F32 Y, no SwiGLU and "
+                              "ldnx >= N (ldnx %lld, N %lld)",
+                              who, (long long)a->ldnx, (long long)a->N);
+    if (a->rss && (a->rn < 1 || !(a->reps >= 0.f)))
+        return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "%s: the split RMSNorm's consumer needs rn >= 1 and reps >= 0 (rn %d)",
+                              who, (int)a->rn);
     return TINFER_OK;
 }
 
@@ -295,8 +304,16 @@ extern "C" tinfer_status tinfer_gemm_bf16(const tinfer_gemm_bf16_args *a, tinfer
     return tc_run((tinfer_gemm_bf16_kernel)r.rung, a, stream, err);
 }
 
+extern "C" int tinfer_gemm_bf16_split_norm_ok(const tinfer_gemm_bf16_args *a) {
+    if (!a) return 0;
+    int major, n_sm;
+    device_info(&major, &n_sm);
+    const tinfer_gemm_bf16_route r = tinfer_gemm_bf16_route_for(a, TINFER_GEMM_BF16_PATH_AUTO, major, n_sm);
+    return r.path == TINFER_GEMM_BF16_PATH_GEMM && r.rung != TINFER_GEMM_BF16_WGMMA_WS;
+}
+
 extern "C" int tinfer_gemm_bf16_rmsnorm_ok(const tinfer_gemm_bf16_args *a) {
-    if (!a || !tinfer_gemv_bf16_stream_norm_ok(a)) return 0;
+    if (!a || a->nx || a->rss || !tinfer_gemv_bf16_stream_norm_ok(a)) return 0;
     int major, n_sm;
     device_info(&major, &n_sm);
     const tinfer_gemm_bf16_route r = tinfer_gemm_bf16_route_for(a, TINFER_GEMM_BF16_PATH_AUTO, major, n_sm);

@@ -62,6 +62,13 @@ typedef struct cmd {
     float eps;
     int32_t layer;
     void *comm; /* CMD_ALLREDUCE: the rank's ncclComm_t */
+    /* The split RMSNorm (backend_cuda_step.c, plan_split_norms; -1: none), set when the step
+     * runs: a residual matmul writing its sums of squares into slot nss_slot (and the normalised
+     * rows' numerators into XB), the RMSNorm after it skipped, each matmul reading XB scaling its
+     * rows by slot rss_slot's 1 / rms. */
+    int32_t nss_slot, rss_slot;
+    bool skip;
+    float norm_eps; /* the skipped RMSNorm's eps (on the consumers) */
 } cmd;
 
 /* A decode step's graph: the kernels of every step of this shape (tokens, logit rows, the

@@ -2,8 +2,9 @@
  * backend_cuda_step.c — running a step the CUDA backend recorded (backend_cuda.c records the ops
  * as models/llama.c calls them; cuda_logits calls tinfer_cuda_launch_step):
  *   op by op      each recorded op through its launcher: the GEMMs through gemm/bf16.h's
- *                 dispatcher, the rest through ops/cuda; two peepholes fuse across ops (an
- *                 RMSNorm into the next decode GEMV, RoPE + KV write into the decode attention);
+ *                 dispatcher, the rest through ops/cuda; three peepholes fuse across ops (an
+ *                 RMSNorm split between the GEMMs around it, an RMSNorm into the next decode
+ *                 GEMV, RoPE + KV write into the decode attention);
  *   CUDA graphs   a decode step (one token per sequence) is captured per batch shape the second
  *                 time the shape is seen and replayed after that;
  *   fused         with tinfer_context_params.cuda_fused_decode, a small model's decode step of
@@ -25,11 +26,20 @@
 /* ---------------------------------------------------------------------------------------- */
 /* op by op                                                                                 */
 
-static tinfer_status run_embed(cuda_ctx *c, tinfer_buf out, const tinfer_weight *table) {
+/* The embedding, and the zeroing of the step's n_slots split-RMSNorm sums (plan_split_norms). */
+static tinfer_status run_embed(cuda_ctx *c, tinfer_buf out, const tinfer_weight *table,
+                               int32_t n_slots) {
     const tinfer_llama_config *cfg = c->m->cfg;
-    return tinfer_op_cuda_embed(buf(c, out), table->data, meta_dev(c, c->plan.m_tok), c->bp->n,
-                                cfg->n_embd, cfg->n_embd_rows > 0 ? cfg->n_embd_rows : cfg->n_vocab,
-                                c->stream, &c->err);
+    return tinfer_op_cuda_embed_clear(
+        buf(c, out), table->data, meta_dev(c, c->plan.m_tok), c->bp->n, cfg->n_embd,
+        cfg->n_embd_rows > 0 ? cfg->n_embd_rows : cfg->n_vocab,
+        (unsigned long long *)(c->mem + c->plan.nss), (int64_t)n_slots * c->bp->n * 2, c->stream,
+        &c->err);
+}
+
+/* Slot s's sums of squares: two words a token of the step ([slot][n][2]). */
+static unsigned long long *nss_slot(cuda_ctx *c, int32_t s) {
+    return (unsigned long long *)(c->mem + c->plan.nss) + (size_t)s * c->bp->n * 2;
 }
 
 static tinfer_status run_rmsnorm(cuda_ctx *c, tinfer_buf out, tinfer_buf in, const tinfer_weight *w,
@@ -70,11 +80,23 @@ static bool matmul_args(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const tinfer_we
     return true;
 }
 
-static tinfer_status run_matmul(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
-                                const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
-                                bool rows_out) {
+/* Recorded op i, a matmul: with its split-RMSNorm roles (plan_split_norms) when it has any. */
+static tinfer_status run_matmul(cuda_ctx *c, int32_t i) {
+    const cmd *o = &c->cmds[i];
     tinfer_gemm_bf16_args a;
-    if (!matmul_args(c, y, x, w, bias, N, K, epi, rows_out, &a)) return TINFER_OK;
+    if (!matmul_args(c, o->y, o->x, o->w, o->bias, o->N, o->K, o->epi, o->rows_out, &a))
+        return TINFER_OK;
+    if (o->nss_slot >= 0) { /* the producer: XB = y * w of the skipped RMSNorm, op i + 1 */
+        a.nx = buf(c, TINFER_BUF_XB);
+        a.ldnx = c->m->cfg->n_embd;
+        a.nw = c->cmds[i + 1].w->data;
+        a.nss = nss_slot(c, o->nss_slot);
+    }
+    if (o->rss_slot >= 0) { /* a consumer: rows times 1 / rms */
+        a.rss = nss_slot(c, o->rss_slot);
+        a.rn = c->m->cfg->n_embd;
+        a.reps = o->norm_eps;
+    }
     return tinfer_gemm_bf16(&a, TINFER_GEMM_BF16_PATH_AUTO, c->stream, &c->err);
 }
 
@@ -93,6 +115,76 @@ static tinfer_status try_norm_matmul(cuda_ctx *c, const cmd *norm, const cmd *mm
     *fused = true;
     return tinfer_gemm_bf16_rmsnorm(&a, buf(c, TINFER_BUF_X), mm->K, norm->w->data, norm->eps,
                                     c->stream, &c->err);
+}
+
+/* The split RMSNorm (gemm/bf16.h's nx / rss): a residual matmul into X, the RMSNorm of X into XB
+ * right after it, and matmuls reading XB until XB is written again become the producer writing
+ * XB = x * w (the numerators) and each row's sum of squares into a slot, no RMSNorm launch, and
+ * consumers multiplying their rows' accumulators by 1 / rms: a launch and a kernel boundary
+ * fewer per RMSNorm (llama.c's ffn_norm after o_proj and the next layer's attn_norm after down).
+ * Only where every one of these GEMMs runs on a kernel that takes the fields (not rung 03:
+ * tinfer_gemm_bf16_split_norm_ok), and not where the RMSNorm already runs inside rung 08's
+ * decode GEMV (try_norm_matmul). The RMSNorm of layer 0 and the LM head's gathered one stay
+ * launches. Decode steps only (one token per sequence, from 9 sequences on: tinfer-bench on an
+ * H100, tg128 at 16 and 64 sequences 1.1-1.3% faster), since a 512-token prefill (pp512) measured
+ * 5% slower with it. Returns the slots used (the embedding zeroes them first; without an
+ * embedding first, nothing is split). Debug switch (read once): TINFER_CUDA_SPLIT_NORM=0 turns it off, so
+ * that one build measures both. */
+static int32_t plan_split_norms(cuda_ctx *c) {
+    static int enabled = -1;
+    if (enabled < 0) {
+        const char *v = getenv("TINFER_CUDA_SPLIT_NORM");
+        enabled = !(v && !strcmp(v, "0"));
+    }
+    const int64_t E = c->m->cfg->n_embd;
+    int32_t slots = 0;
+    for (int32_t i = 0; i < c->n_cmds; i++)
+        c->cmds[i].nss_slot = c->cmds[i].rss_slot = -1, c->cmds[i].skip = false;
+    /* decode steps only: a 512-token prefill measured 5% slower split (H100) */
+    const bool decode_only = c->n_tiles == 0 && c->n_dec == c->bp->n;
+    if (!enabled || !decode_only || c->n_cmds == 0 || c->cmds[0].kind != CMD_EMBED || c->bp->n == 0)
+        return 0;
+    for (int32_t i = 0; i + 2 < c->n_cmds && slots < c->plan.nss_slots; i++) {
+        cmd *p = &c->cmds[i], *nm = &c->cmds[i + 1];
+        tinfer_gemm_bf16_args a;
+        if (p->kind != CMD_MATMUL || p->epi != TINFER_EPI_RESIDUAL || p->y != TINFER_BUF_X ||
+            p->rows_out || p->N != E || nm->kind != CMD_RMSNORM || nm->x != TINFER_BUF_X ||
+            nm->y != TINFER_BUF_XB || nm->rows_out ||
+            !matmul_args(c, p->y, p->x, p->w, p->bias, p->N, p->K, p->epi, false, &a))
+            continue;
+        a.nx = buf(c, TINFER_BUF_XB); /* as run_matmul will call it */
+        a.ldnx = E;
+        a.nw = nm->w->data;
+        a.nss = nss_slot(c, slots);
+        if (!tinfer_gemm_bf16_split_norm_ok(&a)) continue;
+        /* every reader of XB until its next writer: a matmul over all rows that takes rss, and
+         * not the one rung 08 would fuse the RMSNorm into */
+        bool ok = true;
+        int32_t j = i + 2;
+        for (; j < c->n_cmds && ok; j++) {
+            const cmd *r = &c->cmds[j];
+            const bool reads = (r->kind == CMD_MATMUL || r->kind == CMD_RMSNORM) && r->x == TINFER_BUF_XB;
+            const bool writes = (r->kind == CMD_MATMUL || r->kind == CMD_RMSNORM) && r->y == TINFER_BUF_XB;
+            if (reads) {
+                tinfer_gemm_bf16_args b;
+                ok = r->kind == CMD_MATMUL && !r->rows_out &&
+                     matmul_args(c, r->y, r->x, r->w, r->bias, r->N, r->K, r->epi, false, &b);
+                if (ok && j == i + 2 && tinfer_gemm_bf16_rmsnorm_ok(&b)) ok = false;
+                if (ok) {
+                    b.rss = a.nss, b.rn = (int32_t)E, b.reps = nm->eps;
+                    ok = tinfer_gemm_bf16_split_norm_ok(&b) != 0;
+                }
+            }
+            if (writes) break;
+        }
+        if (!ok) continue;
+        for (int32_t k = i + 2; k < j && k < c->n_cmds; k++)
+            if (c->cmds[k].kind == CMD_MATMUL && c->cmds[k].x == TINFER_BUF_XB)
+                c->cmds[k].rss_slot = slots, c->cmds[k].norm_eps = nm->eps;
+        p->nss_slot = slots++;
+        nm->skip = true;
+    }
+    return slots;
 }
 
 /* A step of decode queries only runs RoPE and the KV-cache write inside the decode attention
@@ -147,11 +239,13 @@ static tinfer_status run_allreduce(cuda_ctx *c, tinfer_buf b, int64_t n, void *c
 /* Every recorded op, then the argmax of the logits rows, on the stream. */
 static tinfer_status run_step(cuda_ctx *c) {
     tinfer_status rc = TINFER_OK;
+    const int32_t n_slots = plan_split_norms(c);
     for (int32_t i = 0; i < c->n_cmds && rc == TINFER_OK; i++) {
         const cmd *o = &c->cmds[i];
         switch (o->kind) {
-        case CMD_EMBED: rc = run_embed(c, o->y, o->w); break;
+        case CMD_EMBED: rc = run_embed(c, o->y, o->w, i == 0 ? n_slots : 0); break;
         case CMD_RMSNORM: {
+            if (o->skip) break; /* split: its producer and consumers do its work */
             bool fused;
             rc = try_norm_matmul(c, o, i + 1 < c->n_cmds ? &c->cmds[i + 1] : NULL, &fused);
             if (fused)
@@ -160,9 +254,7 @@ static tinfer_status run_step(cuda_ctx *c) {
                 rc = run_rmsnorm(c, o->y, o->x, o->w, o->eps, o->rows_out);
             break;
         }
-        case CMD_MATMUL:
-            rc = run_matmul(c, o->y, o->x, o->w, o->bias, o->N, o->K, o->epi, o->rows_out);
-            break;
+        case CMD_MATMUL: rc = run_matmul(c, i); break;
         case CMD_ROPE_KV: rc = run_rope_kv(c, o->layer); break;
         case CMD_ATTENTION: rc = run_attention(c, o->layer); break;
         case CMD_ALLREDUCE: rc = run_allreduce(c, o->y, o->N, o->comm); break;

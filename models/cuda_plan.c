@@ -57,6 +57,8 @@ bool tinfer_cuda_ctx_plan_make(const tinfer_llama_config *cfg, int32_t n_seq, in
     TAKE(qkv, nb * (Q + 2 * KV) * 2);
     TAKE(att, nb * Q * 2);
     TAKE(act, nb * F * 2);
+    p->nss_slots = 2 * cfg->n_layer;
+    TAKE(nss, (size_t)p->nss_slots * nb * 2 * 8);
     p->act_bytes = at - p->kv_bytes;
     size_t logits = 0;
     if (!mul3((size_t)n_logits, V, 4, &logits)) return false;

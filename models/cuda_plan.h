@@ -11,7 +11,8 @@
  * (x F32 [n, E]; xb, qkv, att, act BF16); logits F32 [n_logits, V] on the device and in pinned
  * host memory; the argmax of each logits row (int32 [n_batch]); the step's metadata (int32:
  * tok, pos, seq, out_rows [n_batch], attention tiles 3 x max_tiles, decode list [n_batch]); the
- * split-KV attention workspace.
+ * split-KV attention workspace; the split RMSNorm's sums of squares (gemm/bf16.h: two uint64
+ * words a token for each of the 2 n_layer RMSNorms a step can split, [slot][n tokens][2]).
  */
 #ifndef TINFER_MODELS_CUDA_PLAN_H
 #define TINFER_MODELS_CUDA_PLAN_H
@@ -33,9 +34,10 @@ int32_t tinfer_cuda_max_attn_tiles(int32_t n_batch, int32_t n_seq, int32_t tile)
 
 typedef struct tinfer_cuda_ctx_plan {
     /* byte offsets into the one device allocation */
-    size_t k, v, x, xb, qkv, att, act, logits, ids, meta, ws;
+    size_t k, v, x, xb, qkv, att, act, nss, logits, ids, meta, ws;
     size_t kv_bytes;     /* both caches */
-    size_t act_bytes;    /* x, xb, qkv, att, act */
+    size_t act_bytes;    /* x, xb, qkv, att, act, nss */
+    int32_t nss_slots;   /* split RMSNorms a step can hold (2 n_layer) */
     size_t logits_bytes; /* device logits (the pinned host copy is the same size again) */
     size_t meta_bytes;   /* the step's int32 metadata, uploaded in one copy */
     size_t ws_bytes;     /* split-KV attention workspace */

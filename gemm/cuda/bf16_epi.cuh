@@ -8,6 +8,8 @@
 
 #include "gemm/bf16.h"
 
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
 #include <cuda_bf16.h>
 #include <stdint.h>
 
@@ -39,11 +41,62 @@ static __host__ __device__ __forceinline__ int64_t tinfer_gemm_bf16_nout(const t
     return a.swiglu ? a.N / 2 : a.N;
 }
 
+/* ---- the split RMSNorm (gemm/bf16.h: nx, nss on the producer, rss on the consumer) ---- */
+
+/* A square's share of a row's sum of squares as two fixed-point words, summed exactly by integer
+ * atomics: word 0 the whole part, word 1 the fraction in units of 2^-32 (error <= 2^-33 a square,
+ * far below the F32 rounding of a square >= 2^-9; the sum's value then does not depend on the
+ * order of the additions). A square above 2^52 (|y| > 6.7e7) counts as 2^52, so 512 of them cannot
+ * overflow word 0; NaN counts 0 (the normalised row carries the NaN: nx = BF16(NaN * w)). */
+static __device__ __forceinline__ void tinfer_nss_words(float s, unsigned long long &hi, unsigned long long &lo) {
+    s = s >= 0.f ? fminf(s, 0x1p52f) : 0.f;
+    const float w = floorf(s);
+    hi = (unsigned long long)w;
+    lo = __float2ull_rn((s - w) * 0x1p32f); /* s - w and the scaling are exact */
+}
+/* Adds this thread's words for row m into the row's pair (nss + 2 m). The lanes of the warp here
+ * with the same row first sum theirs (a labelled partition of the active lanes), and one of them
+ * adds: a row's atomics come down from one per 8 outputs to one per warp and row (the row
+ * address is shared by every CTA writing the row, so its atomics serialise). Zero words add
+ * nothing. Integer sums: the result is the same in any order and grouping. */
+static __device__ __forceinline__ void tinfer_nss_add(unsigned long long *nss, int64_t m, unsigned long long hi,
+                                                      unsigned long long lo) {
+    namespace cg = cooperative_groups;
+    const cg::coalesced_group active = cg::coalesced_threads();
+    const cg::coalesced_group row = cg::labeled_partition(active, (unsigned)m);
+    hi = cg::reduce(row, hi, cg::plus<unsigned long long>());
+    lo = cg::reduce(row, lo, cg::plus<unsigned long long>());
+    if (row.thread_rank() == 0) {
+        if (hi) atomicAdd(nss + 2 * m, hi);
+        if (lo) atomicAdd(nss + 2 * m + 1, lo);
+    }
+}
+/* rs = 1 / sqrt(S / n + eps) of a row's words (the RMSNorm kernel's formula, ops/cuda). */
+static __device__ __forceinline__ float tinfer_nss_rs(const unsigned long long *row, int32_t n, float eps) {
+    const float ss = (float)((double)__ldcg(row) + (double)__ldcg(row + 1) * 0x1p-32);
+    return 1.0f / sqrtf(ss / (float)n + eps);
+}
+/* The producer's side for output (m, j) holding the final F32 value v: nx and the row's words
+ * (the caller adds them: one atomic pair per row and call). */
+static __device__ __forceinline__ void tinfer_nx_put(const tinfer_gemm_bf16_args &a, int64_t m, int64_t j, float v,
+                                                     unsigned long long &hi, unsigned long long &lo) {
+    a.nx[m * a.ldnx + j] = tinfer_f2bf16(v * tinfer_bf16f(a.nw[j]));
+    unsigned long long h, l;
+    tinfer_nss_words(v * v, h, l);
+    hi += h;
+    lo += l;
+}
+
 /* Epilogue for output element (m, j). g is the accumulator of weight row j; u that of row
  * F + j (only read with swiglu). Bounds are the caller's job. */
 static __device__ __forceinline__ void tinfer_bf16_epi_store(const tinfer_gemm_bf16_args &a, int64_t m,
                                                              int64_t j, float g, float u) {
     const int64_t F = a.N / 2;
+    if (a.rss) {
+        const float rs = tinfer_nss_rs(a.rss + 2 * m, a.rn, a.reps);
+        g *= rs;
+        u *= rs;
+    }
     if (a.bias) {
         g += tinfer_bf16f(a.bias[j]);
         if (a.swiglu) u += tinfer_bf16f(a.bias[F + j]);
@@ -54,6 +107,11 @@ static __device__ __forceinline__ void tinfer_bf16_epi_store(const tinfer_gemm_b
     if (a.y_dtype == TINFER_DTYPE_F32) {
         if (a.R) v += ((const float *)a.R)[m * a.ldr + j];
         ((float *)a.Y)[m * a.ldy + j] = v;
+        if (a.nx) {
+            unsigned long long hi = 0, lo = 0;
+            tinfer_nx_put(a, m, j, v, hi, lo);
+            tinfer_nss_add(a.nss, m, hi, lo);
+        }
     } else {
         if (a.R) v += tinfer_bf16f(((const uint16_t *)a.R)[m * a.ldr + j]);
         ((uint16_t *)a.Y)[m * a.ldy + j] = tinfer_f2bf16(v);
@@ -71,6 +129,10 @@ static __device__ __forceinline__ void tinfer_bf16_epi_store2(const tinfer_gemm_
         return;
     }
     const int64_t F = a.N / 2;
+    if (a.rss) {
+        const float rs = tinfer_nss_rs(a.rss + 2 * m, a.rn, a.reps);
+        g0 *= rs, u0 *= rs, g1 *= rs, u1 *= rs;
+    }
     if (a.bias) {
         g0 += tinfer_bf16f(a.bias[j]);
         g1 += tinfer_bf16f(a.bias[j + 1]);
@@ -88,6 +150,12 @@ static __device__ __forceinline__ void tinfer_bf16_epi_store2(const tinfer_gemm_
             v1 += r.y;
         }
         *(float2 *)((float *)a.Y + m * a.ldy + j) = make_float2(v0, v1);
+        if (a.nx) {
+            unsigned long long hi = 0, lo = 0;
+            tinfer_nx_put(a, m, j, v0, hi, lo);
+            tinfer_nx_put(a, m, j + 1, v1, hi, lo);
+            tinfer_nss_add(a.nss, m, hi, lo);
+        }
     } else {
         if (a.R) {
             const uint32_t r = *(const uint32_t *)((const uint16_t *)a.R + m * a.ldr + j);
@@ -108,6 +176,7 @@ struct tinfer_epi8 {
     void *Y;
     int64_t M, nout, F, ldy, ldr;
     bool sw, f32, v16;
+    bool nx, rss; /* the split RMSNorm's producer / consumer side (read from the arguments) */
 };
 
 static __device__ __forceinline__ tinfer_epi8 tinfer_epi8_make(const tinfer_gemm_bf16_args &a, bool v16) {
@@ -123,6 +192,8 @@ static __device__ __forceinline__ tinfer_epi8 tinfer_epi8_make(const tinfer_gemm
     e.sw = a.swiglu != 0;
     e.f32 = a.y_dtype == TINFER_DTYPE_F32;
     e.v16 = v16;
+    e.nx = a.nx != NULL;
+    e.rss = a.rss != NULL;
     return e;
 }
 /* Host side: may Y and R (when set) take 16-byte stores of 8 outputs (rows 16-byte aligned)? */
@@ -141,12 +212,13 @@ static __device__ __forceinline__ void tinfer_bf16_epi_store8(const tinfer_epi8 
         for (int k = 0; k < 8 && j0 + k < e.nout; k++) tinfer_bf16_epi_store(a, m, j0 + k, v[k], u[k]);
         return;
     }
+    const float rs = e.rss ? tinfer_nss_rs(a.rss + 2 * m, a.rn, a.reps) : 1.f;
 #pragma unroll
     for (int k = 0; k < 8; k++) {
-        float x = v[k];
+        float x = e.rss ? v[k] * rs : v[k];
         if (e.bias) x += tinfer_bf16f(e.bias[j0 + k]);
         if (e.sw) {
-            const float y = u[k] + (e.bias ? tinfer_bf16f(e.bias[e.F + j0 + k]) : 0.f);
+            const float y = (e.rss ? u[k] * rs : u[k]) + (e.bias ? tinfer_bf16f(e.bias[e.F + j0 + k]) : 0.f);
             x = x / (1.0f + __expf(-x)) * y;
         }
         v[k] = x;
@@ -160,6 +232,31 @@ static __device__ __forceinline__ void tinfer_bf16_epi_store8(const tinfer_epi8 
         }
         *(float4 *)y = make_float4(v[0], v[1], v[2], v[3]);
         *(float4 *)(y + 4) = make_float4(v[4], v[5], v[6], v[7]);
+        if (e.nx) { /* 8 BF16 of nx in one 16-byte store where its row allows */
+            unsigned long long hi = 0, lo = 0;
+            uint16_t o[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                o[k] = tinfer_f2bf16(v[k] * tinfer_bf16f(a.nw[j0 + k]));
+                unsigned long long h, l;
+                tinfer_nss_words(v[k] * v[k], h, l);
+                hi += h;
+                lo += l;
+            }
+            uint16_t *np = a.nx + m * a.ldnx + j0;
+            if ((uintptr_t)np % 16 == 0) {
+                uint4 ov;
+                ov.x = (uint32_t)o[0] | ((uint32_t)o[1] << 16);
+                ov.y = (uint32_t)o[2] | ((uint32_t)o[3] << 16);
+                ov.z = (uint32_t)o[4] | ((uint32_t)o[5] << 16);
+                ov.w = (uint32_t)o[6] | ((uint32_t)o[7] << 16);
+                *(uint4 *)np = ov;
+            } else {
+#pragma unroll
+                for (int k = 0; k < 8; k++) np[k] = o[k];
+            }
+            tinfer_nss_add(a.nss, m, hi, lo);
+        }
     } else {
         if (e.R) {
             const uint4 rv = *(const uint4 *)((const uint16_t *)e.R + m * e.ldr + j0);

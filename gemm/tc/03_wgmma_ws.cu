@@ -417,6 +417,8 @@ tinfer_status tinfer_gemm_bf16_wgmma_ws_split(const tinfer_gemm_bf16_args *a, in
     const int dev = f.device, major = f.cc_major, n_sm = f.n_sm;
     if (major != 9)
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: needs sm_90 (device %d is sm_%d*)", dev, major);
+    if (a->nx || a->rss) /* its epilogues (03_wgmma_ws.cuh) are its own, without the split RMSNorm */
+        return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemm_bf16 wgmma: no split RMSNorm (nx / rss) on rung 03");
     if (a->M > INT32_MAX || a->N > INT32_MAX || a->K > INT32_MAX)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemm_bf16 wgmma: dimension over 2^31");
     const bool narrow = cfg == TINFER_GEMM_BF16_WGMMA_CFG_72 ||

@@ -37,8 +37,12 @@ using namespace tops;
 
 template <bool VEC>
 static __global__ void embed_kernel(float *__restrict__ out, const uint16_t *__restrict__ table,
-                                    const int32_t *__restrict__ tok, int32_t E, int32_t n_vocab) {
+                                    const int32_t *__restrict__ tok, int32_t E, int32_t n_vocab,
+                                    unsigned long long *__restrict__ clear, int64_t n_clear) {
     tops_pdl_enter();
+    for (int64_t w = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; w < n_clear;
+         w += (int64_t)gridDim.x * blockDim.x)
+        clear[w] = 0;
     const int64_t i = blockIdx.x;
     const int32_t id = tok[i];
     float *o = out + i * E;
@@ -64,22 +68,32 @@ static __global__ void embed_kernel(float *__restrict__ out, const uint16_t *__r
     }
 }
 
-extern "C" tinfer_status tinfer_op_cuda_embed(float *out, const uint16_t *table, const int32_t *tok,
-                                              int32_t n, int32_t E, int32_t n_vocab,
-                                              cudaStream_t stream, tinfer_err *err) {
+extern "C" tinfer_status tinfer_op_cuda_embed_clear(float *out, const uint16_t *table,
+                                                    const int32_t *tok, int32_t n, int32_t E,
+                                                    int32_t n_vocab, unsigned long long *clear,
+                                                    int64_t n_clear, cudaStream_t stream,
+                                                    tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     TOPS_REQUIRE(err, n >= 0 && E >= 1 && n_vocab >= 1, "embed", "bad sizes n=%d E=%d n_vocab=%d",
                  n, E, n_vocab);
+    TOPS_REQUIRE(err, n_clear >= 0 && (n_clear == 0 || clear), "embed",
+                 "clear: %lld words at NULL or a negative count", (long long)n_clear);
     if (n == 0) return TINFER_OK;
     TOPS_REQUIRE(err, out && table && tok, "embed", "NULL pointer");
     {
         const bool vec = E % 8 == 0 && tops_host_aligned(out, 16) && tops_host_aligned(table, 16);
         const int threads = E >= 2048 ? 256 : 128;
         TOPS_LAUNCH(err, "embed_kernel", vec ? embed_kernel<true> : embed_kernel<false>, n, threads,
-                    0, stream, out, table, tok, E, n_vocab);
+                    0, stream, out, table, tok, E, n_vocab, clear, n_clear);
     }
 cleanup:
     return status;
+}
+
+extern "C" tinfer_status tinfer_op_cuda_embed(float *out, const uint16_t *table, const int32_t *tok,
+                                              int32_t n, int32_t E, int32_t n_vocab,
+                                              cudaStream_t stream, tinfer_err *err) {
+    return tinfer_op_cuda_embed_clear(out, table, tok, n, E, n_vocab, NULL, 0, stream, err);
 }
 
 /* ---- rmsnorm ---- */

@@ -41,6 +41,13 @@ extern "C" {
 tinfer_status tinfer_op_cuda_embed(float *out, const uint16_t *table, const int32_t *tok, int32_t n,
                                    int32_t E, int32_t n_vocab, cudaStream_t stream,
                                    tinfer_err *err);
+/* The same, and clear[0 .. n_clear) = 0 in the same launch (n_clear >= 0; nothing cleared when
+ * n == 0): the CUDA backend zeroes a step's split-RMSNorm sums (gemm/bf16.h) there, so that
+ * they cost no launch of their own. */
+tinfer_status tinfer_op_cuda_embed_clear(float *out, const uint16_t *table, const int32_t *tok,
+                                         int32_t n, int32_t E, int32_t n_vocab,
+                                         unsigned long long *clear, int64_t n_clear,
+                                         cudaStream_t stream, tinfer_err *err);
 
 /* out[r, :] = bf16(x[src, :] * (1 / sqrt(mean(x[src, :]^2) + eps)) * w), r < n_out, with
  * src = rows[r] when rows != NULL (device int32 [n_out]: the LM head's gather of the rows that

@@ -242,6 +242,34 @@ int main(int argc, char **argv) {
         if (quick && (c.M * c.N * c.K > 300ll * 700 * 520)) continue;
         run_case(c, gemm_all, n_gemm, s);
     }
+    /* the split RMSNorm (gemm/bf16.h nx / rss) on every rung: the producer (F32 residual into
+     * Y, with and without bias; ragged N and misaligned rows) and the consumer (BF16 / F32 Y,
+     * bias, SwiGLU, residual); rung 03 refuses both. Decode sizes on the GEMV rungs, then the
+     * tensor-core rungs, then both dispatcher paths at SmolLM2's shapes (O, down; QKV, gate/up) */
+    const test_case scases_v[] = {
+        {1, 576, 576, F, 0, 1, 0, 0, 1},      {5, 200, 72, F, 1, 1, 0, 0, 1},     {16, 576, 1536, F, 0, 1, 0, 1, 1},
+        {3, 960, 576, BF, 1, 0, 0, 0, 2},     {8, 2 * 300, 576, BF, 0, 0, 1, 1, 2}, {2, 100, 264, F, 1, 1, 0, 0, 2},
+    };
+    for (const auto &c : scases_v) {
+        if (quick && c.M > 8) continue;
+        run_case(c, gemv_all, n_gemv, s);
+    }
+    const test_case scases_t[] = {
+        {64, 576, 576, F, 0, 1, 0, 1, 1},     {33, 300, 1000, F, 1, 1, 0, 0, 1},  {100, 576, 1536, F, 0, 1, 0, 1, 1},
+        {64, 960, 576, BF, 1, 0, 0, 1, 2},    {17, 2 * 300, 576, BF, 0, 0, 1, 0, 2}, {130, 500, 264, F, 1, 1, 0, 0, 2},
+    };
+    for (const auto &c : scases_t) {
+        if (gemv_only || (quick && c.M > 64)) continue;
+        run_case(c, gemm_all, n_gemm, s);
+    }
+    const test_case scases_d[] = {
+        {9, 576, 576, F, 0, 1, 0, 1, 1},      {64, 576, 1536, F, 0, 1, 0, 1, 1},  {512, 576, 576, F, 1, 1, 0, 1, 1},
+        {64, 960, 576, BF, 1, 0, 0, 1, 2},    {64, 2 * 1536, 576, BF, 0, 0, 1, 1, 2}, {300, 2 * 1536, 576, BF, 0, 0, 1, 1, 2},
+    };
+    for (const auto &c : scases_d) {
+        if (quick && c.M > 64) continue;
+        run_case(c, paths, 2, s);
+    }
     /* dispatcher: both paths on the same inputs */
     const test_case dpc[] = {{1, 960, 576, BF, 0, 0, 0}, {8, 2 * 1536, 576, BF, 1, 0, 1}, {16, 576, 1536, BF, 0, 1, 0},
                              {17, 576, 576, F, 0, 0, 0}, {64, 1000, 264, BF, 1, 1, 0},

@@ -49,6 +49,9 @@ typedef struct test_case {
     int bias, resid, swiglu;
     int ly8; /* 1: Y rows padded to a multiple of 8 elements (16-byte rows: the vector stores);
               * 0: ldy = N' + 3, rows deliberately misaligned */
+    int split; /* the split RMSNorm (gemm/bf16.h): 0 off; 1 producer (F32 Y, no SwiGLU: nx and
+                * nss checked bit for bit against the kernel's own Y); 2 consumer (rss of random
+                * sums of squares, rows scaled by their 1 / rms). Rung 03 must refuse both. */
 } test_case;
 
 /* kind: 'v' = GEMV rung, 't' = tensor-core rung, 'm' = rung 02 with tile config id, 'w' = rung 03 with
@@ -73,6 +76,10 @@ extern uint64_t g_rng;      /* the inputs' random state (its start value is the 
 uint32_t rnd_u32(void);          /* from g_rng */
 uint16_t rnd_bf16(float scale);  /* uniform in [-scale, scale), rounded to BF16 */
 void run_case(const test_case &c, const runner *runners, int nrun, cudaStream_t s);
+/* The two words of a square's share of a row's sum of squares, as the kernels' epilogue makes
+ * them (gemm/cuda/bf16_epi.cuh, tinfer_nss_words), and a row's 1 / rms from the summed words. */
+void nss_words_host(float s, unsigned long long *hi, unsigned long long *lo);
+float nss_rs_host(unsigned long long hi, unsigned long long lo, int32_t n, float eps);
 /* test_gemm_bf16_norm.cu: tinfer_gemm_bf16_rmsnorm (RMSNorm fused into rung 08) */
 void test_rmsnorm_fused(cudaStream_t s, bool quick);
 void self_test_compare(void);

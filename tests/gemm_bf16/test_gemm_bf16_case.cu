@@ -77,6 +77,22 @@ static tinfer_status run_one(const runner *r, const tinfer_gemm_bf16_args *a0, c
 
 static double silu(double g) { return g / (1.0 + exp(-g)); }
 
+void nss_words_host(float s, unsigned long long *hi, unsigned long long *lo) {
+    s = s >= 0.f ? fminf(s, 0x1p52f) : 0.f;
+    const float w = floorf(s);
+    *hi = (unsigned long long)w;
+    *lo = (unsigned long long)nearbyintf((s - w) * 0x1p32f); /* round to nearest even, as cvt.rn */
+}
+
+float nss_rs_host(unsigned long long hi, unsigned long long lo, int32_t n, float eps) {
+    const float ss = (float)((double)hi + (double)lo * 0x1p-32);
+    return 1.0f / sqrtf(ss / (float)n + eps);
+}
+
+/* Rung 03 (its entry, a forced tile, or the dispatcher's GEMM path where it may route there):
+ * refuses the split RMSNorm's fields. */
+static bool is_rung03(const runner &r) { return r.kind == 'w' || (r.kind == 't' && r.id == 3); }
+
 /* Compares out (device copy of the whole buffer incl. guards) with ref for sampled rows.
  * Returns 0 on pass; prints the first bad index otherwise. */
 static int compare(const char *label, const std::vector<uint8_t> &buf, tinfer_dtype yd, int64_t M, int64_t nout,
@@ -148,6 +164,47 @@ static int compare(const char *label, const std::vector<uint8_t> &buf, tinfer_dt
     return 0;
 }
 
+/* The split RMSNorm's producer outputs against the kernel's own F32 Y (out, the whole buffer):
+ * nx[m, j] = BF16(y * nw[j]) and each row's two words the sum of the words of its y^2, both
+ * exactly (one F32 product and one rounding; integer sums); nx's guards and padding untouched. */
+static int check_producer(const char *label, const std::vector<uint8_t> &out, int64_t ldy, const uint16_t *dnx,
+                          int64_t ldnx, const std::vector<uint16_t> &nw, const unsigned long long *dss, int64_t M,
+                          int64_t N) {
+    std::vector<uint16_t> nx((size_t)(M * ldnx) + 2 * GUARD);
+    std::vector<unsigned long long> ss((size_t)(2 * M));
+    CK(cudaMemcpy(nx.data(), dnx, nx.size() * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(ss.data(), dss, ss.size() * 8, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < nx.size(); i++) {
+        const int64_t e = (int64_t)i - GUARD;
+        if ((e < 0 || e >= M * ldnx || e % ldnx >= N) && nx[i] != 0x7FBF) {
+            printf("FAIL %s: nx guard/pad element %lld overwritten\n", label, (long long)e);
+            return 1;
+        }
+    }
+    for (int64_t m = 0; m < M; m++) {
+        unsigned long long hi = 0, lo = 0;
+        for (int64_t j = 0; j < N; j++) {
+            float y;
+            memcpy(&y, &out[(GUARD + (size_t)(m * ldy + j)) * 4], 4);
+            const uint16_t want = tinfer_f32_to_bf16(y * tinfer_bf16_to_f32(nw[j]));
+            const uint16_t got = nx[GUARD + (size_t)(m * ldnx + j)];
+            if (got != want) {
+                printf("FAIL %s: nx (m=%lld, j=%lld) 0x%04x, want 0x%04x\n", label, (long long)m, (long long)j, got, want);
+                return 1;
+            }
+            unsigned long long h, l;
+            nss_words_host(y * y, &h, &l);
+            hi += h, lo += l;
+        }
+        if (ss[2 * m] != hi || ss[2 * m + 1] != lo) {
+            printf("FAIL %s: row %lld's sum of squares words %llu, %llu; want %llu, %llu\n", label, (long long)m,
+                   ss[2 * m], ss[2 * m + 1], hi, lo);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void run_case(const test_case &c, const runner *runners, int nrun, cudaStream_t s) {
     const uint64_t seed = g_rng;
     const int64_t nout = c.swiglu ? c.N / 2 : c.N;
@@ -177,6 +234,20 @@ void run_case(const test_case &c, const runner *runners, int nrun, cudaStream_t 
             }
     }
     R0 = Y0;
+    /* the split RMSNorm: consumer rows' sums of squares (random, 0.5 .. 1000) and their 1 / rms;
+     * producer outputs nx (sentinel-filled, padded rows, guards) and nss */
+    const int32_t rn = (int32_t)c.K;
+    const float reps = 1e-5f;
+    const int64_t ldnx = c.N + 5;
+    std::vector<unsigned long long> rss((size_t)(2 * c.M));
+    std::vector<float> rs((size_t)c.M, 1.0f);
+    std::vector<uint16_t> nw((size_t)c.N), NX0((size_t)(c.M * ldnx) + 2 * GUARD, 0x7FBF);
+    if (c.split == 2)
+        for (int64_t m = 0; m < c.M; m++) {
+            nss_words_host(0.5f + (float)(rnd_u32() % 100000) * 0.01f, &rss[2 * m], &rss[2 * m + 1]);
+            rs[m] = nss_rs_host(rss[2 * m], rss[2 * m + 1], rn, reps);
+        }
+    for (auto &v : nw) v = rnd_bf16(1.5f);
     /* rows to check */
     std::vector<int64_t> rows;
     if (c.M <= 256) {
@@ -196,6 +267,7 @@ void run_case(const test_case &c, const runner *runners, int nrun, cudaStream_t 
             for (int64_t k = 0; k < c.K; k++) g += xd[k] * tinfer_bf16_to_f32(W[j * ldw + k]);
             if (c.swiglu)
                 for (int64_t k = 0; k < c.K; k++) u += xd[k] * tinfer_bf16_to_f32(W[(nout + j) * ldw + k]);
+            if (c.split == 2) g *= rs[m], u *= rs[m]; /* before the bias */
             if (c.bias) {
                 g += tinfer_bf16_to_f32(B[j]);
                 if (c.swiglu) u += tinfer_bf16_to_f32(B[nout + j]);
@@ -216,12 +288,19 @@ void run_case(const test_case &c, const runner *runners, int nrun, cudaStream_t 
             ref[ri * nout + j] = v;
         }
     }
-    uint16_t *dX, *dW, *dB;
+    uint16_t *dX, *dW, *dB, *dnw = NULL, *dnx = NULL;
+    unsigned long long *dss = NULL;
     uint8_t *dY;
     CK(cudaMalloc(&dX, X.size() * 2));
     CK(cudaMalloc(&dW, W.size() * 2));
     CK(cudaMalloc(&dB, B.size() * 2));
     CK(cudaMalloc(&dY, ybytes));
+    if (c.split) {
+        CK(cudaMalloc(&dss, rss.size() * 8));
+        CK(cudaMalloc(&dnw, nw.size() * 2));
+        CK(cudaMalloc(&dnx, NX0.size() * 2));
+        CK(cudaMemcpy(dnw, nw.data(), nw.size() * 2, cudaMemcpyHostToDevice));
+    }
     CK(cudaMemcpy(dX, X.data(), X.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dW, W.data(), W.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dB, B.data(), B.size() * 2, cudaMemcpyHostToDevice));
@@ -229,6 +308,11 @@ void run_case(const test_case &c, const runner *runners, int nrun, cudaStream_t 
     for (int r = 0; r < nrun; r++) {
         if (g_only && !strstr(runners[r].name, g_only)) continue;
         CK(cudaMemcpy(dY, Y0.data(), ybytes, cudaMemcpyHostToDevice));
+        if (c.split) { /* the consumer's sums, or the producer's zeroed ones */
+            std::vector<unsigned long long> z(rss.size(), 0);
+            CK(cudaMemcpy(dss, c.split == 2 ? rss.data() : z.data(), rss.size() * 8, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dnx, NX0.data(), NX0.size() * 2, cudaMemcpyHostToDevice));
+        }
         /* a pageable upload may return before its DMA lands, and s does not wait for the legacy
          * stream: without this a kernel that starts early (programmatic launch) read the
          * previous runner's Y as its residual */
@@ -241,14 +325,23 @@ void run_case(const test_case &c, const runner *runners, int nrun, cudaStream_t 
         a.Y = dY + GUARD * es; a.ldy = ldy; a.y_dtype = c.yd;
         a.R = c.resid ? a.Y : NULL; a.ldr = ldy;
         a.swiglu = c.swiglu;
+        if (c.split == 1) a.nx = dnx + GUARD, a.ldnx = ldnx, a.nw = dnw, a.nss = dss;
+        if (c.split == 2) a.rss = dss, a.rn = rn, a.reps = reps;
         tinfer_err err;
         err.msg[0] = 0;
         char label[256];
-        snprintf(label, sizeof label, "%s M=%lld N=%lld K=%lld %s%s%s%s seed=%llx", runners[r].name, (long long)c.M,
+        snprintf(label, sizeof label, "%s M=%lld N=%lld K=%lld %s%s%s%s%s seed=%llx", runners[r].name, (long long)c.M,
                  (long long)c.N, (long long)c.K, tinfer_dtype_name(c.yd), c.bias ? " bias" : "", c.resid ? " resid" : "",
-                 c.swiglu ? " swiglu" : "", (unsigned long long)seed);
+                 c.swiglu ? " swiglu" : "", c.split == 1 ? " norm-producer" : c.split == 2 ? " norm-consumer" : "",
+                 (unsigned long long)seed);
         g_cases++;
         tinfer_status st = run_one(&runners[r], &a, s, &err);
+        if (c.split && is_rung03(runners[r]) && st != TINFER_ERR_UNSUPPORTED) {
+            printf("FAIL %s: rung 03 took the split RMSNorm (status %d)\n", label, (int)st);
+            g_fail++;
+            CK(cudaStreamSynchronize(s));
+            continue;
+        }
         if (st == TINFER_ERR_UNSUPPORTED) {
             printf("skip %s: %s\n", label, err.msg);
             continue;
@@ -271,7 +364,14 @@ void run_case(const test_case &c, const runner *runners, int nrun, cudaStream_t 
             usleep(1000);
         }
         CK(cudaMemcpy(out.data(), dY, ybytes, cudaMemcpyDeviceToHost));
-        if (compare(label, out, c.yd, c.M, nout, ldy, rows, ref)) g_fail++;
+        int bad = compare(label, out, c.yd, c.M, nout, ldy, rows, ref);
+        if (!bad && c.split == 1) bad = check_producer(label, out, ldy, dnx, ldnx, nw, dss, c.M, c.N);
+        if (bad) g_fail++;
+    }
+    if (c.split) {
+        CK(cudaFree(dss));
+        CK(cudaFree(dnw));
+        CK(cudaFree(dnx));
     }
     CK(cudaFree(dX));
     CK(cudaFree(dW));

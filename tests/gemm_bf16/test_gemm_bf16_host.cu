@@ -25,7 +25,34 @@ void check_args_host(void) {
         {"w_static = 2", [](tinfer_gemm_bf16_args *a) { a->w_static = 2; }},
         {"w_static = -1", [](tinfer_gemm_bf16_args *a) { a->w_static = -1; }},
         {"X misaligned", [](tinfer_gemm_bf16_args *a) { a->X = (const uint16_t *)(uintptr_t)0x1008; }},
+        /* the split RMSNorm: a producer needs all three fields, an F32 Y, no SwiGLU, ldnx >= N;
+         * a consumer rn >= 1 and reps >= 0 */
+        {"split-norm producer into BF16 Y", [](tinfer_gemm_bf16_args *a) {
+             a->nx = (uint16_t *)(uintptr_t)0x3000; a->ldnx = 16; a->nw = a->X;
+             a->nss = (unsigned long long *)(uintptr_t)0x4000; }},
+        {"split-norm producer without nss", [](tinfer_gemm_bf16_args *a) {
+             a->y_dtype = TINFER_DTYPE_F32; a->nx = (uint16_t *)(uintptr_t)0x3000; a->ldnx = 16; a->nw = a->X; }},
+        {"split-norm producer ldnx < N", [](tinfer_gemm_bf16_args *a) {
+             a->y_dtype = TINFER_DTYPE_F32; a->nx = (uint16_t *)(uintptr_t)0x3000; a->ldnx = 8; a->nw = a->X;
+             a->nss = (unsigned long long *)(uintptr_t)0x4000; }},
+        {"split-norm producer with SwiGLU", [](tinfer_gemm_bf16_args *a) {
+             a->y_dtype = TINFER_DTYPE_F32; a->swiglu = 1; a->nx = (uint16_t *)(uintptr_t)0x3000; a->ldnx = 16;
+             a->nw = a->X; a->nss = (unsigned long long *)(uintptr_t)0x4000; }},
+        {"split-norm consumer rn = 0", [](tinfer_gemm_bf16_args *a) {
+             a->rss = (const unsigned long long *)(uintptr_t)0x4000; a->rn = 0; a->reps = 1e-5f; }},
+        {"split-norm consumer reps NaN", [](tinfer_gemm_bf16_args *a) {
+             a->rss = (const unsigned long long *)(uintptr_t)0x4000; a->rn = 16; a->reps = NAN; }},
     };
+    { /* and the split RMSNorm's fields, well formed, accepted */
+        tinfer_gemm_bf16_args a = good;
+        a.y_dtype = TINFER_DTYPE_F32;
+        a.nx = (uint16_t *)(uintptr_t)0x3000, a.ldnx = 16, a.nw = a.X, a.nss = (unsigned long long *)(uintptr_t)0x4000;
+        a.rss = (const unsigned long long *)(uintptr_t)0x5000, a.rn = 16, a.reps = 1e-5f;
+        if (tinfer_gemm_bf16_check(&a, "test", &err) != TINFER_OK) {
+            printf("FAIL check: split-norm args refused: %s\n", err.msg);
+            g_fail++;
+        }
+    }
     for (const auto &c : cs) {
         tinfer_gemm_bf16_args a = good;
         c.bad(&a);

@@ -20,6 +20,10 @@
  *   6. tinfer_decode_greedy (two calls) gives the tokens of step-by-step greedy decoding in the
  *      same context, exactly: queued fused steps in the default context (all of them fused),
  *      one step at a time in the op-by-op one.
+ *   7. 12 sequences decoded together (M = 12: the RMSNorms split between the GEMMs around them,
+ *      models/backend_cuda_step.c): each step's 12 rows of logits, GPU vs CPU, within
+ *      TOL_REL_RMS; the replayed step ran with at most 6 n_layer + 5 kernels (split: 5 a layer
+ *      and 5 more, a split-KV attention's combine kernels aside; unsplit: 7 a layer and 4).
  *   In 3 and 4 two runs may part at a step whose top two logits are a tie within the bound
  *   below (random weights make such steps common; the kernels for M = 1 and M = 4 sum in
  *   different orders): the test prints where, and fails on any other difference.
@@ -284,6 +288,49 @@ int main(int argc, char **argv) {
             printf("  decode_greedy: the step-by-step tokens in the default (queued fused steps) "
                    "and op-by-op contexts\n");
             tinfer_context_free(cd);
+        }
+        { /* 7. 12 sequences decoded together, GPU vs CPU */
+            enum { NS = 12, STEPS = 4 };
+            tinfer_context *g12 = context(g, NS, 0), *c12 = context(cpu, NS, 0);
+            CHECK(g12 && c12, "12-sequence contexts");
+            tinfer_token bt[128];
+            int32_t pos[128], seq[128], n = 0, len[NS];
+            int8_t want[128];
+            for (int32_t s = 0; s < NS; s++) /* prompts of 1 .. 10 tokens */
+                for (int32_t i = 0, L = len[s] = 1 + (s * 7) % 10; i < L; i++, n++) {
+                    bt[n] = tok[(s + i) % R], pos[n] = i, seq[n] = s;
+                    want[n] = 0;
+                }
+            tinfer_batch b = {n, bt, pos, seq, want};
+            CHECK(g12 && c12 && tinfer_decode(g12, &b) == TINFER_OK &&
+                      tinfer_decode(c12, &b) == TINFER_OK,
+                  "12-sequence prefill: %s", tinfer_last_error());
+            double worst12 = 0;
+            for (int32_t k = 0; g12 && c12 && k < STEPS; k++) {
+                for (int32_t s = 0; s < NS; s++) { /* fixed tokens: both backends see the same */
+                    bt[s] = tok[(5 * s + k) % R], pos[s] = len[s] + k, seq[s] = s;
+                    want[s] = 1;
+                }
+                tinfer_batch st = {NS, bt, pos, seq, want};
+                CHECK(tinfer_decode(g12, &st) == TINFER_OK && tinfer_decode(c12, &st) == TINFER_OK,
+                      "12-sequence step %d: %s", (int)k, tinfer_context_last_error(g12));
+                for (int32_t s = 0; s < NS; s++) {
+                    const double e = rel_rms(tinfer_get_logits(g12, s), tinfer_get_logits(c12, s), V);
+                    worst12 = !(e <= worst12) ? e : worst12;
+                }
+            }
+            tinfer_context_stats s12 = {0};
+            CHECK(g12 && tinfer_context_get_stats(g12, &s12) == TINFER_OK, "stats");
+            const int32_t L = tinfer_model_n_layer(g);
+            printf("  12 sequences decoded together: worst relative RMS %.4f, %d kernels a step\n",
+                   worst12, (int)s12.last_step_kernels);
+            CHECK(worst12 <= TOL_REL_RMS, "12-sequence decode logits: relative RMS %.4f > %.2f",
+                  worst12, TOL_REL_RMS);
+            CHECK(s12.last_step_kernels > 0 && s12.last_step_kernels <= 6 * L + 5,
+                  "the 12-sequence step ran %d kernels: the RMSNorms were not split (at most %d)",
+                  (int)s12.last_step_kernels, 6 * L + 5);
+            tinfer_context_free(g12);
+            tinfer_context_free(c12);
         }
         free(lg);
         free(lc);

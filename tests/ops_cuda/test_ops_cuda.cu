@@ -50,9 +50,10 @@ void verdict(const char *label, int bad) {
 static int bits_eq_f32(float a, float b) { return !memcmp(&a, &b, 4); }
 
 /* ---- embed: exact (a widening copy) ---- */
-static void test_embed(int32_t n, int32_t E, int32_t V, size_t out_off) {
+static void test_embed(int32_t n, int32_t E, int32_t V, size_t out_off, int64_t n_clear = -1) {
     char label[128];
-    snprintf(label, sizeof label, "embed n=%d E=%d V=%d off=%zu", n, E, V, out_off);
+    snprintf(label, sizeof label, "embed n=%d E=%d V=%d off=%zu clear=%lld", n, E, V, out_off,
+             (long long)n_clear);
     std::vector<uint16_t> table((size_t)V * E);
     for (auto &t : table)
         t = rnd_bf16(2.0f);
@@ -71,10 +72,23 @@ static void test_embed(int32_t n, int32_t E, int32_t V, size_t out_off) {
     float sf;
     memcpy(&sf, &s, 4);
     dout.alloc((size_t)n * E, sf, out_off);
-    CKT(tinfer_op_cuda_embed(dout.p, dt.p, di.p, n, E, V, g_stream, &e_));
+    /* n_clear >= 0: tinfer_op_cuda_embed_clear zeroes that many words (sentinel-filled, guards) */
+    dbuf<unsigned long long> dz;
+    if (n_clear >= 0) {
+        dz.alloc((size_t)n_clear, 0x5a5a5a5a5a5a5a5aull);
+        CKT(tinfer_op_cuda_embed_clear(dout.p, dt.p, di.p, n, E, V, dz.p, n_clear, g_stream, &e_));
+    } else {
+        CKT(tinfer_op_cuda_embed(dout.p, dt.p, di.p, n, E, V, g_stream, &e_));
+    }
     CK(cudaStreamSynchronize(g_stream));
     std::vector<float> out = dout.get(), ref((size_t)E);
     int bad = dout.guards_ok(label);
+    if (n_clear >= 0) {
+        bad |= dz.guards_ok(label);
+        const std::vector<unsigned long long> z = dz.get();
+        for (size_t i = 0; i < z.size() && !bad; i++)
+            if (z[i]) printf("  %s: word %zu not cleared\n", label, i), bad = 1;
+    }
     for (int32_t i = 0; i < n && !bad; i++) {
         const bool inval = tok[i] < 0 || tok[i] >= V;
         if (!inval) tinfer_op_embed(ref.data(), table.data(), TINFER_DTYPE_BF16, &tok[i], 1, E);
@@ -89,6 +103,7 @@ static void test_embed(int32_t n, int32_t E, int32_t V, size_t out_off) {
     }
     verdict(label, bad);
     dt.free_(), di.free_(), dout.free_();
+    if (n_clear >= 0) dz.free_();
 }
 
 /* ---- rmsnorm ----
@@ -392,6 +407,9 @@ static void bad_args(void) {
     e.msg[0] = 0;
     expect_invalid("embed E=0", tinfer_op_cuda_embed(f, h, i4, 1, 0, 1, nullptr, &e), &e);
     e.msg[0] = 0;
+    expect_invalid("embed clear NULL",
+                   tinfer_op_cuda_embed_clear(f, h, i4, 1, 4, 1, nullptr, 8, nullptr, &e), &e);
+    e.msg[0] = 0;
     expect_invalid("rmsnorm n_out>n_x",
                    tinfer_op_cuda_rmsnorm(h, f, h, nullptr, 2, 1, 4, 1e-5f, nullptr, &e), &e);
     e.msg[0] = 0;
@@ -438,6 +456,11 @@ int main(int argc, char **argv) {
     test_embed(5, 131, 50, 0); /* E % 8 != 0: scalar path */
     test_embed(4, 64, 30, 1);  /* misaligned out: scalar path */
     if (!quick) test_embed(33, 4096, 1000, 0);
+    /* with the split RMSNorm's sums cleared in the same launch: fewer words than threads, and
+     * more than the grid's threads (60 slots x 64 tokens x 2 words over 64 blocks of 128) */
+    test_embed(3, 576, 100, 0, 5);
+    test_embed(64, 576, 100, 0, 60 * 64 * 2);
+    test_embed(2, 576, 100, 0, 0);
 
     /* 1028: registers, a thread's last float4 absent for most threads; 8196: past the
      * register path (E > 8,192) */
