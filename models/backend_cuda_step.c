@@ -117,19 +117,22 @@ static tinfer_status try_norm_matmul(cuda_ctx *c, const cmd *norm, const cmd *mm
                                     c->stream, &c->err);
 }
 
+/* A decode step: one token per sequence, no prefill tiles. */
+static bool decode_step(const cuda_ctx *c) { return c->n_tiles == 0 && c->n_dec == c->bp->n; }
+
 /* The split RMSNorm (gemm/bf16.h's nx / rss): a residual matmul into X, the RMSNorm of X into XB
  * right after it, and matmuls reading XB until XB is written again become the producer writing
  * XB = x * w (the numerators) and each row's sum of squares into a slot, no RMSNorm launch, and
  * consumers multiplying their rows' accumulators by 1 / rms: a launch and a kernel boundary
  * fewer per RMSNorm (llama.c's ffn_norm after o_proj and the next layer's attn_norm after down).
- * Only where every one of these GEMMs runs on a kernel that takes the fields (not rung 03:
- * tinfer_gemm_bf16_split_norm_ok), and not where the RMSNorm already runs inside rung 08's
- * decode GEMV (try_norm_matmul). The RMSNorm of layer 0 and the LM head's gathered one stay
- * launches. Decode steps only (one token per sequence, from 9 sequences on: tinfer-bench on an
- * H100, tg128 at 16 and 64 sequences 1.1-1.3% faster), since a 512-token prefill (pp512) measured
- * 5% slower with it. Returns the slots used (the embedding zeroes them first; without an
- * embedding first, nothing is split). Debug switch (read once): TINFER_CUDA_SPLIT_NORM=0 turns it off, so
- * that one build measures both. */
+ * Only where every one of these GEMMs runs on a tensor-core rung that takes the fields
+ * (tinfer_gemm_bf16_split_norm_ok: never rung 03, nor the decode GEMVs, so never where the
+ * RMSNorm runs inside rung 08 instead: try_norm_matmul). The RMSNorm of layer 0 and the LM
+ * head's gathered one stay launches. Decode steps only (from 9 sequences on: tinfer-bench on an
+ * H100, tg128 at 16 and 64 sequences 1.1-1.3% faster), since a 512-token prefill (pp512)
+ * measured 5% slower with it. Returns the slots used (the embedding zeroes them first; without
+ * an embedding first, nothing is split). Debug switch (read once): TINFER_CUDA_SPLIT_NORM=0
+ * turns it off, so that one build measures both. */
 static int32_t plan_split_norms(cuda_ctx *c) {
     static int enabled = -1;
     if (enabled < 0) {
@@ -140,9 +143,8 @@ static int32_t plan_split_norms(cuda_ctx *c) {
     int32_t slots = 0;
     for (int32_t i = 0; i < c->n_cmds; i++)
         c->cmds[i].nss_slot = c->cmds[i].rss_slot = -1, c->cmds[i].skip = false;
-    /* decode steps only: a 512-token prefill measured 5% slower split (H100) */
-    const bool decode_only = c->n_tiles == 0 && c->n_dec == c->bp->n;
-    if (!enabled || !decode_only || c->n_cmds == 0 || c->cmds[0].kind != CMD_EMBED || c->bp->n == 0)
+    if (!enabled || !decode_step(c) || c->n_cmds == 0 || c->cmds[0].kind != CMD_EMBED ||
+        c->bp->n == 0)
         return 0;
     for (int32_t i = 0; i + 2 < c->n_cmds && slots < c->plan.nss_slots; i++) {
         cmd *p = &c->cmds[i], *nm = &c->cmds[i + 1];
@@ -157,19 +159,17 @@ static int32_t plan_split_norms(cuda_ctx *c) {
         a.nw = nm->w->data;
         a.nss = nss_slot(c, slots);
         if (!tinfer_gemm_bf16_split_norm_ok(&a)) continue;
-        /* every reader of XB until its next writer: a matmul over all rows that takes rss, and
-         * not the one rung 08 would fuse the RMSNorm into */
+        /* every reader of XB until its next writer: a matmul over all rows that takes rss */
         bool ok = true;
         int32_t j = i + 2;
         for (; j < c->n_cmds && ok; j++) {
             const cmd *r = &c->cmds[j];
-            const bool reads = (r->kind == CMD_MATMUL || r->kind == CMD_RMSNORM) && r->x == TINFER_BUF_XB;
-            const bool writes = (r->kind == CMD_MATMUL || r->kind == CMD_RMSNORM) && r->y == TINFER_BUF_XB;
+            const bool op = r->kind == CMD_MATMUL || r->kind == CMD_RMSNORM;
+            const bool reads = op && r->x == TINFER_BUF_XB, writes = op && r->y == TINFER_BUF_XB;
             if (reads) {
                 tinfer_gemm_bf16_args b;
                 ok = r->kind == CMD_MATMUL && !r->rows_out &&
                      matmul_args(c, r->y, r->x, r->w, r->bias, r->N, r->K, r->epi, false, &b);
-                if (ok && j == i + 2 && tinfer_gemm_bf16_rmsnorm_ok(&b)) ok = false;
                 if (ok) {
                     b.rss = a.nss, b.rn = (int32_t)E, b.reps = nm->eps;
                     ok = tinfer_gemm_bf16_split_norm_ok(&b) != 0;
@@ -318,8 +318,7 @@ static bool fused_ok(const cuda_ctx *c) {
     const bool want = c->fused > 0 || (c->fused < 0 && c->bp->n <= FUSED_AUTO_MAX_TOKENS);
     const tinfer_llama_config *cfg = c->m->cfg;
     return want && !c->vals && (cfg->n_embd_rows <= 0 || cfg->n_embd_rows == cfg->n_vocab) &&
-           c->n_tiles == 0 && c->n_dec == c->bp->n &&
-           c->m->wbytes <= FUSED_MAX_WEIGHT_BYTES &&
+           decode_step(c) && c->m->wbytes <= FUSED_MAX_WEIGHT_BYTES &&
            tinfer_op_cuda_step_ok(&c->m->step, &c->kv, c->bp->n, c->max_dec_len, c->m->dev.n_sm) &&
            cmds_standard(c);
 }
@@ -421,10 +420,9 @@ static int32_t graph_kernels(cudaGraph_t graph) {
 }
 
 tinfer_status tinfer_cuda_launch_step(cuda_ctx *c) {
-    const bool decode_only = c->n_tiles == 0 && c->n_dec == c->bp->n;
     c->last_kernels = 0;
     if (fused_ok(c)) return run_fused_step(c);
-    if (!c->graphs || !decode_only) return run_step(c);
+    if (!c->graphs || !decode_step(c)) return run_step(c);
     graph_entry *e = graph_slot(c);
     e->used = ++c->g_clock;
     if (!e->exec && e->seen++ == 0) return run_step(c); /* first sight: eager, set-up done */
