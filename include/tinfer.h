@@ -206,6 +206,13 @@ typedef struct tinfer_context_params {
      * an H100: 2,839 tok/s against 1,389 op by op with graphs; at 8 sequences the graphs are
      * still faster, 9,800 against 6,200); 1: whenever it can; 0: never. No effect on the CPU. */
     int32_t cuda_fused_decode;
+    /* CUDA backend: a decode step (one token per sequence) run op by op may split its sequences
+     * into up to 4 groups of consecutive rows, each group a chain of kernels of its own on its
+     * own stream, the chains running at once (micro-batching: the step's short kernels leave
+     * most of the GPU idle, which the other chains fill). 0 (default): where it measured
+     * faster; 1: never; 2-4: that many groups in every decode step of at least as many
+     * sequences. No effect on the CPU or with tensor parallelism. */
+    int32_t cuda_micro_batches;
 } tinfer_context_params;
 
 TINFER_API tinfer_context_params tinfer_context_default_params(void);

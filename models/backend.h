@@ -131,6 +131,9 @@ typedef struct tinfer_backend_ops {
                               int32_t fused_decode /* a GPU may run a small model's decode
                                                     * step as one kernel: 1 whenever it can,
                                                     * < 0 where it measured faster, 0 never */,
+                              int32_t micro_batches /* a GPU may run a decode step's sequences
+                                                     * as up to this many concurrent chains:
+                                                     * 0 where it measured faster, 1 never */,
                               void **ctx_state, tinfer_err *err);
     void (*ctx_free)(void *ctx_state);
 

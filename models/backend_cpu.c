@@ -99,9 +99,10 @@ static void cpu_ctx_free(void *cs) {
 
 static tinfer_status cpu_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
                                   int32_t n_threads, bool graphs, int32_t fused_decode,
-                                  void **ctx_state, tinfer_err *err) {
-    (void)graphs; /* nothing to replay or fuse: the CPU runs each op as it is called */
+                                  int32_t micro_batches, void **ctx_state, tinfer_err *err) {
+    (void)graphs; /* nothing to replay, fuse or overlap: the CPU runs each op as it is called */
     (void)fused_decode;
+    (void)micro_batches;
     const cpu_model *m = model_state;
     const tinfer_llama_config *cfg = m->cfg;
     const int64_t E = cfg->n_embd, Q = (int64_t)cfg->n_head * cfg->head_dim,

@@ -290,6 +290,11 @@ static void cuda_ctx_free(void *cs) {
     cudaFreeHost(c->h_ids);
     cudaFree(c->vals);
     cudaFreeHost(c->h_vals);
+    for (int i = 0; i < MICRO_MAX - 1; i++) {
+        if (c->side[i]) cudaStreamDestroy(c->side[i]);
+        if (c->join[i]) cudaEventDestroy(c->join[i]);
+    }
+    if (c->fork) cudaEventDestroy(c->fork);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
 }
@@ -306,7 +311,7 @@ static void host_dev_ptrs(cuda_ctx *c) {
 
 static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
                                    int32_t n_threads, bool graphs, int32_t fused_decode,
-                                   void **ctx_state, tinfer_err *err) {
+                                   int32_t micro_batches, void **ctx_state, tinfer_err *err) {
     (void)n_threads;
     const cuda_model *m = model_state;
     const tinfer_llama_config *cfg = m->cfg;
@@ -320,6 +325,7 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
     c->n_logits = n_seq < n_batch ? n_seq : n_batch;
     c->graphs = graphs;
     c->fused = fused_decode;
+    c->micro = micro_batches;
     c->cap_cmds = 10 * cfg->n_layer + 8; /* llama.c: 2 + 8 per layer + 2; tp: 2 all-reduces */
     c->cmds = malloc((size_t)c->cap_cmds * sizeof *c->cmds);
     if (!c->cmds) {

@@ -41,6 +41,10 @@ typedef struct cuda_model {
  * 1,781 tok/s fused against 1,087; eight 4,860 against 7,541). */
 #define FUSED_AUTO_MAX_TOKENS 1
 
+/* A decode step's rows run as at most this many concurrent chains of kernels (micro-batching,
+ * backend_cuda_step.c). */
+#define MICRO_MAX 4
+
 /* One op of the step, recorded when the forward pass calls it and run in logits(): eagerly, or
  * into a CUDA graph. The arguments are what the ops were called with; the buffers and the
  * metadata they name are fixed addresses of the context, so a replay reads the new step's. */
@@ -125,6 +129,11 @@ typedef struct cuda_ctx {
     uint64_t *ll;    /* device: its flagged words (tinfer_op_cuda_step_ll_words) */
     uint64_t *amax;  /* device [TINFER_OP_CUDA_STEP_MAX_B], after them: its greedy picks */
     int64_t n_fused; /* steps run fused (tinfer_context_stats) */
+    /* micro-batching (backend_cuda_step.c): a decode step's rows in up to MICRO_MAX windows,
+     * each a chain of its own on its own stream; created at the first step that splits */
+    int32_t micro; /* tinfer_context_params.cuda_micro_batches: 0 auto, 1 off, 2 .. MICRO_MAX */
+    cudaStream_t side[MICRO_MAX - 1];
+    cudaEvent_t fork, join[MICRO_MAX - 1];
 } cuda_ctx;
 
 /* Every entry of a CUDA model or context makes its device current first (a process may hold

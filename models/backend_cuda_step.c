@@ -26,34 +26,62 @@
 /* ---------------------------------------------------------------------------------------- */
 /* op by op                                                                                 */
 
-/* The embedding, and the zeroing of the step's n_slots split-RMSNorm sums (plan_split_norms). */
-static tinfer_status run_embed(cuda_ctx *c, tinfer_buf out, const tinfer_weight *table,
-                               int32_t n_slots) {
+/* The rows of a step one chain of kernels runs: the whole step, or with micro-batching one
+ * window of a decode step's tokens (below). The ops take their rows' slice of every buffer; the
+ * decode attention its slice of the decode list (whose entries are token indices) and of the
+ * workspace. */
+typedef struct win {
+    int32_t r0, n;          /* tokens r0 .. r0 + n - 1 */
+    int32_t o0, n_out;      /* the logits rows among them: gathered rows o0 .. o0 + n_out - 1 */
+    int32_t d0, n_dec;      /* their decode queries: entries d0 .. d0 + n_dec - 1 of the list */
+    cudaStream_t s;         /* the stream its kernels go to */
+    unsigned long long *ss; /* its split-RMSNorm sums, [slot][n][2] */
+    float *ws;              /* its share of the attention workspace, ws_bytes */
+    size_t ws_bytes;
+} win;
+
+/* Row r of a buffer whose rows are `width` elements of `es` bytes. */
+static void *row_at(void *base, int64_t r, int64_t width, size_t es) {
+    return (char *)base + (size_t)(r * width) * es;
+}
+
+/* The embedding, and the zeroing of the window's n_slots split-RMSNorm sums (plan_split_norms). */
+static tinfer_status run_embed(cuda_ctx *c, const win *w, tinfer_buf out,
+                               const tinfer_weight *table, int32_t n_slots) {
     const tinfer_llama_config *cfg = c->m->cfg;
-    return tinfer_op_cuda_embed_clear(
-        buf(c, out), table->data, meta_dev(c, c->plan.m_tok), c->bp->n, cfg->n_embd,
-        cfg->n_embd_rows > 0 ? cfg->n_embd_rows : cfg->n_vocab,
-        (unsigned long long *)(c->mem + c->plan.nss), (int64_t)n_slots * c->bp->n * 2, c->stream,
-        &c->err);
+    return tinfer_op_cuda_embed_clear(row_at(buf(c, out), w->r0, cfg->n_embd, sizeof(float)),
+                                      table->data, meta_dev(c, c->plan.m_tok) + w->r0, w->n,
+                                      cfg->n_embd,
+                                      cfg->n_embd_rows > 0 ? cfg->n_embd_rows : cfg->n_vocab,
+                                      w->ss, (int64_t)n_slots * w->n * 2, w->s, &c->err);
 }
 
-/* Slot s's sums of squares: two words a token of the step ([slot][n][2]). */
-static unsigned long long *nss_slot(cuda_ctx *c, int32_t s) {
-    return (unsigned long long *)(c->mem + c->plan.nss) + (size_t)s * c->bp->n * 2;
+/* Slot s's sums of squares: two words a token of the window. */
+static unsigned long long *nss_slot(const win *w, int32_t s) {
+    return w->ss + (size_t)s * w->n * 2;
 }
 
-static tinfer_status run_rmsnorm(cuda_ctx *c, tinfer_buf out, tinfer_buf in, const tinfer_weight *w,
-                                 float eps, bool gather) {
-    return tinfer_op_cuda_rmsnorm(
-        buf(c, out), buf(c, in), w->data, gather ? meta_dev(c, c->plan.m_out) : NULL,
-        gather ? c->bp->n_out : c->bp->n, c->bp->n, c->m->cfg->n_embd, eps, c->stream, &c->err);
+/* out = RMSNorm(in) over the window's rows; gather: of its logits rows (the LM head's), whose
+ * indices in m_out are the step's token indices, so `in` is the whole of X. */
+static tinfer_status run_rmsnorm(cuda_ctx *c, const win *w, tinfer_buf out, tinfer_buf in,
+                                 const tinfer_weight *wt, float eps, bool gather) {
+    const int64_t E = c->m->cfg->n_embd;
+    if (gather)
+        return w->n_out == 0
+                   ? TINFER_OK
+                   : tinfer_op_cuda_rmsnorm(row_at(buf(c, out), w->o0, E, 2), buf(c, in),
+                                            wt->data, meta_dev(c, c->plan.m_out) + w->o0,
+                                            w->n_out, c->bp->n, (int32_t)E, eps, w->s, &c->err);
+    return tinfer_op_cuda_rmsnorm(row_at(buf(c, out), w->r0, E, 2),
+                                  row_at(buf(c, in), w->r0, E, sizeof(float)), wt->data, NULL,
+                                  w->n, w->n, (int32_t)E, eps, w->s, &c->err);
 }
 
-/* The GEMM arguments of a matmul op; false when it has no rows this step. */
-static bool matmul_args(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const tinfer_weight *w,
-                        const tinfer_weight *bias, int64_t N, int64_t K, tinfer_epi epi,
-                        bool rows_out, tinfer_gemm_bf16_args *out) {
-    const int64_t M = rows_out ? c->bp->n_out : c->bp->n;
+/* The GEMM arguments of a matmul op over the window's rows; false when it has none. */
+static bool matmul_args(cuda_ctx *c, const win *w, tinfer_buf y, tinfer_buf x,
+                        const tinfer_weight *wt, const tinfer_weight *bias, int64_t N, int64_t K,
+                        tinfer_epi epi, bool rows_out, tinfer_gemm_bf16_args *out) {
+    const int64_t M = rows_out ? w->n_out : w->n, r0 = rows_out ? w->o0 : w->r0;
     if (M == 0) return false;
     const bool f32_out = y == TINFER_BUF_X || y == TINFER_BUF_LOGITS;
     const int64_t N_out = epi == TINFER_EPI_SWIGLU ? N / 2 : N;
@@ -62,12 +90,12 @@ static bool matmul_args(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const tinfer_we
     a.M = M;
     a.N = N;
     a.K = K;
-    a.X = buf(c, x);
+    a.X = row_at(buf(c, x), r0, K, 2);
     a.ldx = K;
-    a.W = w->data;
+    a.W = wt->data;
     a.ldw = K;
     a.bias = bias && bias->data ? bias->data : NULL;
-    a.Y = buf(c, y);
+    a.Y = row_at(buf(c, y), r0, N_out, f32_out ? sizeof(float) : 2);
     a.ldy = N_out;
     a.y_dtype = f32_out ? TINFER_DTYPE_F32 : TINFER_DTYPE_BF16;
     if (epi == TINFER_EPI_RESIDUAL) { /* in place: x += X·W^T */
@@ -81,40 +109,41 @@ static bool matmul_args(cuda_ctx *c, tinfer_buf y, tinfer_buf x, const tinfer_we
 }
 
 /* Recorded op i, a matmul: with its split-RMSNorm roles (plan_split_norms) when it has any. */
-static tinfer_status run_matmul(cuda_ctx *c, int32_t i) {
+static tinfer_status run_matmul(cuda_ctx *c, const win *w, int32_t i) {
     const cmd *o = &c->cmds[i];
     tinfer_gemm_bf16_args a;
-    if (!matmul_args(c, o->y, o->x, o->w, o->bias, o->N, o->K, o->epi, o->rows_out, &a))
+    if (!matmul_args(c, w, o->y, o->x, o->w, o->bias, o->N, o->K, o->epi, o->rows_out, &a))
         return TINFER_OK;
     if (o->nss_slot >= 0) { /* the producer: XB = y * w of the skipped RMSNorm, op i + 1 */
-        a.nx = buf(c, TINFER_BUF_XB);
+        a.nx = row_at(buf(c, TINFER_BUF_XB), w->r0, c->m->cfg->n_embd, 2);
         a.ldnx = c->m->cfg->n_embd;
         a.nw = c->cmds[i + 1].w->data;
-        a.nss = nss_slot(c, o->nss_slot);
+        a.nss = nss_slot(w, o->nss_slot);
     }
     if (o->rss_slot >= 0) { /* a consumer: rows times 1 / rms */
-        a.rss = nss_slot(c, o->rss_slot);
+        a.rss = nss_slot(w, o->rss_slot);
         a.rn = c->m->cfg->n_embd;
         a.reps = o->norm_eps;
     }
-    return tinfer_gemm_bf16(&a, TINFER_GEMM_BF16_PATH_AUTO, c->stream, &c->err);
+    return tinfer_gemm_bf16(&a, TINFER_GEMM_BF16_PATH_AUTO, w->s, &c->err);
 }
 
 /* An RMSNorm whose only reader is the next op, a matmul the dispatcher sends to decode rung 08
  * (few tokens, short rows: SmolLM2's QKV and gate/up in decode), runs inside that GEMV
  * (tinfer_gemm_bf16_rmsnorm): one launch fewer. *fused: whether it did (then the matmul ran). */
-static tinfer_status try_norm_matmul(cuda_ctx *c, const cmd *norm, const cmd *mm, bool *fused) {
+static tinfer_status try_norm_matmul(cuda_ctx *c, const win *w, const cmd *norm, const cmd *mm,
+                                     bool *fused) {
     *fused = false;
     if (norm->rows_out || norm->x != TINFER_BUF_X || !mm || mm->kind != CMD_MATMUL ||
         mm->x != norm->y || mm->rows_out || mm->K != c->m->cfg->n_embd)
         return TINFER_OK;
     tinfer_gemm_bf16_args a;
-    if (!matmul_args(c, mm->y, mm->x, mm->w, mm->bias, mm->N, mm->K, mm->epi, false, &a) ||
+    if (!matmul_args(c, w, mm->y, mm->x, mm->w, mm->bias, mm->N, mm->K, mm->epi, false, &a) ||
         !tinfer_gemm_bf16_rmsnorm_ok(&a))
         return TINFER_OK;
     *fused = true;
-    return tinfer_gemm_bf16_rmsnorm(&a, buf(c, TINFER_BUF_X), mm->K, norm->w->data, norm->eps,
-                                    c->stream, &c->err);
+    return tinfer_gemm_bf16_rmsnorm(&a, row_at(buf(c, TINFER_BUF_X), w->r0, mm->K, sizeof(float)),
+                                    mm->K, norm->w->data, norm->eps, w->s, &c->err);
 }
 
 /* A decode step: one token per sequence, no prefill tiles. */
@@ -125,15 +154,15 @@ static bool decode_step(const cuda_ctx *c) { return c->n_tiles == 0 && c->n_dec 
  * XB = x * w (the numerators) and each row's sum of squares into a slot, no RMSNorm launch, and
  * consumers multiplying their rows' accumulators by 1 / rms: a launch and a kernel boundary
  * fewer per RMSNorm (llama.c's ffn_norm after o_proj and the next layer's attn_norm after down).
- * Only where every one of these GEMMs runs on a tensor-core rung that takes the fields
- * (tinfer_gemm_bf16_split_norm_ok: never rung 03, nor the decode GEMVs, so never where the
- * RMSNorm runs inside rung 08 instead: try_norm_matmul). The RMSNorm of layer 0 and the LM
- * head's gathered one stay launches. Decode steps only (from 9 sequences on: tinfer-bench on an
- * H100, tg128 at 16 and 64 sequences 1.1-1.3% faster), since a 512-token prefill (pp512)
- * measured 5% slower with it. Returns the slots used (the embedding zeroes them first; without
- * an embedding first, nothing is split). Debug switch (read once): TINFER_CUDA_SPLIT_NORM=0
- * turns it off, so that one build measures both. */
-static int32_t plan_split_norms(cuda_ctx *c) {
+ * Only where every one of these GEMMs runs, in every window, on a tensor-core rung that takes
+ * the fields (tinfer_gemm_bf16_split_norm_ok: never rung 03, nor the decode GEMVs, so never
+ * where the RMSNorm runs inside rung 08 instead: try_norm_matmul). The RMSNorm of layer 0 and
+ * the LM head's gathered one stay launches. Decode steps only (from 9 sequences on:
+ * tinfer-bench on an H100, tg128 at 16 and 64 sequences 1.1-1.3% faster), since a 512-token
+ * prefill (pp512) measured 5% slower with it. Returns the slots used (each window's embedding
+ * zeroes its sums first; without an embedding first, nothing is split). Debug switch (read
+ * once): TINFER_CUDA_SPLIT_NORM=0 turns it off, so that one build measures both. */
+static int32_t plan_split_norms(cuda_ctx *c, const win *wins, int32_t n_win) {
     static int enabled = -1;
     if (enabled < 0) {
         const char *v = getenv("TINFER_CUDA_SPLIT_NORM");
@@ -148,34 +177,40 @@ static int32_t plan_split_norms(cuda_ctx *c) {
         return 0;
     for (int32_t i = 0; i + 2 < c->n_cmds && slots < c->plan.nss_slots; i++) {
         cmd *p = &c->cmds[i], *nm = &c->cmds[i + 1];
-        tinfer_gemm_bf16_args a;
         if (p->kind != CMD_MATMUL || p->epi != TINFER_EPI_RESIDUAL || p->y != TINFER_BUF_X ||
             p->rows_out || p->N != E || nm->kind != CMD_RMSNORM || nm->x != TINFER_BUF_X ||
-            nm->y != TINFER_BUF_XB || nm->rows_out ||
-            !matmul_args(c, p->y, p->x, p->w, p->bias, p->N, p->K, p->epi, false, &a))
+            nm->y != TINFER_BUF_XB || nm->rows_out)
             continue;
-        a.nx = buf(c, TINFER_BUF_XB); /* as run_matmul will call it */
-        a.ldnx = E;
-        a.nw = nm->w->data;
-        a.nss = nss_slot(c, slots);
-        if (!tinfer_gemm_bf16_split_norm_ok(&a)) continue;
-        /* every reader of XB until its next writer: a matmul over all rows that takes rss */
+        /* the producer, then every reader of XB until its next writer (a matmul over all rows
+         * that takes rss), take the fields in every window, as run_matmul will call them */
         bool ok = true;
         int32_t j = i + 2;
-        for (; j < c->n_cmds && ok; j++) {
-            const cmd *r = &c->cmds[j];
-            const bool op = r->kind == CMD_MATMUL || r->kind == CMD_RMSNORM;
-            const bool reads = op && r->x == TINFER_BUF_XB, writes = op && r->y == TINFER_BUF_XB;
-            if (reads) {
-                tinfer_gemm_bf16_args b;
-                ok = r->kind == CMD_MATMUL && !r->rows_out &&
-                     matmul_args(c, r->y, r->x, r->w, r->bias, r->N, r->K, r->epi, false, &b);
-                if (ok) {
-                    b.rss = a.nss, b.rn = (int32_t)E, b.reps = nm->eps;
-                    ok = tinfer_gemm_bf16_split_norm_ok(&b) != 0;
+        for (int32_t k = 0; k < n_win && ok; k++) {
+            const win *w = &wins[k];
+            tinfer_gemm_bf16_args a;
+            ok = matmul_args(c, w, p->y, p->x, p->w, p->bias, p->N, p->K, p->epi, false, &a);
+            if (!ok) break;
+            a.nx = buf(c, TINFER_BUF_XB);
+            a.ldnx = E;
+            a.nw = nm->w->data;
+            a.nss = nss_slot(w, slots);
+            ok = tinfer_gemm_bf16_split_norm_ok(&a) != 0;
+            for (j = i + 2; j < c->n_cmds && ok; j++) {
+                const cmd *r = &c->cmds[j];
+                const bool op = r->kind == CMD_MATMUL || r->kind == CMD_RMSNORM;
+                const bool reads = op && r->x == TINFER_BUF_XB, writes = op && r->y == TINFER_BUF_XB;
+                if (reads) {
+                    tinfer_gemm_bf16_args b;
+                    ok = r->kind == CMD_MATMUL && !r->rows_out &&
+                         matmul_args(c, w, r->y, r->x, r->w, r->bias, r->N, r->K, r->epi, false,
+                                     &b);
+                    if (ok) {
+                        b.rss = a.nss, b.rn = (int32_t)E, b.reps = nm->eps;
+                        ok = tinfer_gemm_bf16_split_norm_ok(&b) != 0;
+                    }
                 }
+                if (writes) break;
             }
-            if (writes) break;
         }
         if (!ok) continue;
         for (int32_t k = i + 2; k < j && k < c->n_cmds; k++)
@@ -191,79 +226,179 @@ static int32_t plan_split_norms(cuda_ctx *c) {
  * kernel (tinfer_op_cuda_attention_decode_rope: one launch a layer fewer, same bits). */
 static bool rope_in_attention(const cuda_ctx *c) { return c->n_tiles == 0 && c->n_dec > 0; }
 
-static tinfer_status run_rope_kv(cuda_ctx *c, int32_t layer) {
+static tinfer_status run_rope_kv(cuda_ctx *c, const win *w, int32_t layer) {
     if (rope_in_attention(c)) return TINFER_OK;
-    return tinfer_op_cuda_rope_kv(buf(c, TINFER_BUF_QKV), &c->kv, layer, c->m->inv_freq,
-                                  meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), c->bp->n,
-                                  c->stream, &c->err);
+    const tinfer_llama_config *cfg = c->m->cfg;
+    const int64_t qkv_w = (int64_t)(cfg->n_head + 2 * cfg->n_head_kv) * cfg->head_dim;
+    return tinfer_op_cuda_rope_kv(row_at(buf(c, TINFER_BUF_QKV), w->r0, qkv_w, 2), &c->kv, layer,
+                                  c->m->inv_freq, meta_dev(c, c->plan.m_pos) + w->r0,
+                                  meta_dev(c, c->plan.m_seq) + w->r0, w->n, w->s, &c->err);
 }
 
-static tinfer_status run_attention(cuda_ctx *c, int32_t layer) {
+/* The prefill tiles (a step of one window) and the window's decode queries: their entries of
+ * the decode list index the whole of QKV and ATT. */
+static tinfer_status run_attention(cuda_ctx *c, const win *w, int32_t layer) {
     tinfer_status rc = TINFER_OK;
+    const int32_t *pos = meta_dev(c, c->plan.m_pos), *seq = meta_dev(c, c->plan.m_seq);
+    const int32_t *dec = meta_dev(c, c->plan.m_dec) + w->d0;
     if (c->n_tiles > 0)
         rc = tinfer_op_cuda_attention_prefill(buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV),
-                                              &c->kv, layer, meta_dev(c, c->plan.m_pos),
-                                              meta_dev(c, c->plan.m_tiles), c->n_tiles, c->stream,
-                                              &c->err);
+                                              &c->kv, layer, pos, meta_dev(c, c->plan.m_tiles),
+                                              c->n_tiles, w->s, &c->err);
     if (rc == TINFER_OK && rope_in_attention(c))
         rc = tinfer_op_cuda_attention_decode_rope(
-            buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV), &c->kv, layer, c->m->inv_freq,
-            meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), meta_dev(c, c->plan.m_dec),
-            c->n_dec, c->max_dec_len, (float *)(c->mem + c->plan.ws), c->plan.ws_bytes, c->stream,
-            &c->err);
-    else if (rc == TINFER_OK && c->n_dec > 0)
-        rc = tinfer_op_cuda_attention_decode(
-            buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV), &c->kv, layer,
-            meta_dev(c, c->plan.m_pos), meta_dev(c, c->plan.m_seq), meta_dev(c, c->plan.m_dec),
-            c->n_dec, c->max_dec_len, (float *)(c->mem + c->plan.ws), c->plan.ws_bytes, c->stream,
-            &c->err);
+            buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV), &c->kv, layer, c->m->inv_freq, pos,
+            seq, dec, w->n_dec, c->max_dec_len, w->ws, w->ws_bytes, w->s, &c->err);
+    else if (rc == TINFER_OK && w->n_dec > 0)
+        rc = tinfer_op_cuda_attention_decode(buf(c, TINFER_BUF_ATT), buf(c, TINFER_BUF_QKV),
+                                             &c->kv, layer, pos, seq, dec, w->n_dec,
+                                             c->max_dec_len, w->ws, w->ws_bytes, w->s, &c->err);
     return rc;
 }
 
 /* Tensor parallelism: buf's first n floats summed over the ranks of comm, in place. */
-static tinfer_status run_allreduce(cuda_ctx *c, tinfer_buf b, int64_t n, void *comm) {
+static tinfer_status run_allreduce(cuda_ctx *c, const win *w, tinfer_buf b, int64_t n,
+                                   void *comm) {
 #ifdef TINFER_HAVE_NCCL
     const ncclResult_t r = ncclAllReduce(buf(c, b), buf(c, b), (size_t)n, ncclFloat32, ncclSum,
-                                         (ncclComm_t)comm, c->stream);
+                                         (ncclComm_t)comm, w->s);
     if (r != ncclSuccess)
         return tinfer_err_set(&c->err, TINFER_ERR_CUDA, "ncclAllReduce of %lld floats: %s",
                               (long long)n, ncclGetErrorString(r));
     return TINFER_OK;
 #else
-    (void)b, (void)n, (void)comm;
+    (void)w, (void)b, (void)n, (void)comm;
     return tinfer_err_set(&c->err, TINFER_ERR_NO_DEVICE,
                           "cuda backend: an all-reduce needs a build with NCCL");
 #endif
 }
 
-/* Every recorded op, then the argmax of the logits rows, on the stream. */
-static tinfer_status run_step(cuda_ctx *c) {
-    tinfer_status rc = TINFER_OK;
-    const int32_t n_slots = plan_split_norms(c);
-    for (int32_t i = 0; i < c->n_cmds && rc == TINFER_OK; i++) {
-        const cmd *o = &c->cmds[i];
-        switch (o->kind) {
-        case CMD_EMBED: rc = run_embed(c, o->y, o->w, i == 0 ? n_slots : 0); break;
-        case CMD_RMSNORM: {
-            if (o->skip) break; /* split: its producer and consumers do its work */
-            bool fused;
-            rc = try_norm_matmul(c, o, i + 1 < c->n_cmds ? &c->cmds[i + 1] : NULL, &fused);
-            if (fused)
-                i++; /* the matmul ran too */
-            else if (rc == TINFER_OK)
-                rc = run_rmsnorm(c, o->y, o->x, o->w, o->eps, o->rows_out);
-            break;
+/* Micro-batching: a decode step's tokens cut into windows of consecutive rows, each run as its
+ * own chain of the step's kernels on its own stream (forked from the context's stream and
+ * joined back; a CUDA graph captures the chains as parallel branches). The step is a chain of
+ * short dependent kernels, each of which leaves most of the GPU idle while it drains and the
+ * next one starts; independent chains fill each other's gaps. Every op of a decode step is
+ * row by row (each token is the only one of its sequence; the attention reads only its own
+ * sequence's cache), so the windows share nothing but the weights. Never with tensor
+ * parallelism (the all-reduce is one collective over the whole step). The windows: n_win from
+ * micro_windows, as even as the rows allow. */
+static int32_t micro_windows(const cuda_ctx *c) {
+    if (!decode_step(c) || c->vals) return 1;
+    for (int32_t i = 0; i < c->n_cmds; i++)
+        if (c->cmds[i].kind == CMD_ALLREDUCE) return 1;
+    int32_t g = c->micro >= 1 ? c->micro : 1;
+    if (g > MICRO_MAX) g = MICRO_MAX;
+    if (g > c->bp->n) g = c->bp->n;
+    return g < 1 ? 1 : g;
+}
+
+/* The step's windows (n_win of them) and the streams they run on: created at first use. */
+static tinfer_status make_windows(cuda_ctx *c, win *wins, int32_t n_win) {
+    const tinfer_batch_plan *bp = c->bp;
+    unsigned long long *ss = (unsigned long long *)(c->mem + c->plan.nss);
+    float *ws = (float *)(c->mem + c->plan.ws);
+    const size_t ws_floats = c->plan.ws_bytes / sizeof(float);
+    int32_t o = 0;
+    for (int32_t k = 0; k < n_win; k++) {
+        win *w = &wins[k];
+        w->r0 = (int32_t)((int64_t)bp->n * k / n_win);
+        w->n = (int32_t)((int64_t)bp->n * (k + 1) / n_win) - w->r0;
+        w->o0 = o;
+        while (o < bp->n_out && bp->out_rows[o] < w->r0 + w->n) o++;
+        w->n_out = o - w->o0;
+        w->d0 = n_win == 1 ? 0 : w->r0; /* a decode step's list is 0 .. n - 1 */
+        w->n_dec = n_win == 1 ? c->n_dec : w->n;
+        if (k > 0 && !c->side[k - 1]) {
+            CUDA_OK(&c->err, cudaStreamCreateWithFlags(&c->side[k - 1], cudaStreamNonBlocking),
+                    "creating a micro-batch stream");
+            CUDA_OK(&c->err, cudaEventCreateWithFlags(&c->join[k - 1], cudaEventDisableTiming),
+                    "creating a micro-batch event");
         }
-        case CMD_MATMUL: rc = run_matmul(c, i); break;
-        case CMD_ROPE_KV: rc = run_rope_kv(c, o->layer); break;
-        case CMD_ATTENTION: rc = run_attention(c, o->layer); break;
-        case CMD_ALLREDUCE: rc = run_allreduce(c, o->y, o->N, o->comm); break;
-        }
+        w->s = k == 0 ? c->stream : c->side[k - 1];
+        w->ss = ss; /* the slot count is known after plan_split_norms: run_step moves these */
+        /* the workspace in proportion to the rows, 16-byte aligned */
+        const size_t f0 = ws_floats * (size_t)w->r0 / (size_t)(bp->n ? bp->n : 1) / 4 * 4;
+        const size_t f1 = k + 1 == n_win ? ws_floats
+                                         : ws_floats * (size_t)(w->r0 + w->n) / (size_t)bp->n / 4 * 4;
+        w->ws = ws + f0;
+        w->ws_bytes = (f1 - f0) * sizeof(float);
     }
-    if (rc == TINFER_OK && c->bp->n_out > 0) /* greedy decoding needs only these ids */
-        rc = tinfer_op_cuda_argmax_val((int32_t *)(c->mem + c->plan.ids), c->vals, c->logits,
-                                       c->bp->n_out, c->m->cfg->n_vocab, c->m->cfg->n_vocab,
-                                       c->stream, &c->err);
+    if (n_win > 1 && !c->fork)
+        CUDA_OK(&c->err, cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming),
+                "creating a micro-batch event");
+    return TINFER_OK;
+}
+
+/* Recorded op i over one window. *done_next: it ran op i + 1 too (an RMSNorm inside its GEMV). */
+static tinfer_status run_op(cuda_ctx *c, const win *w, int32_t i, int32_t n_slots,
+                            bool *done_next) {
+    const cmd *o = &c->cmds[i];
+    *done_next = false;
+    switch (o->kind) {
+    case CMD_EMBED: return run_embed(c, w, o->y, o->w, i == 0 ? n_slots : 0);
+    case CMD_RMSNORM: {
+        if (o->skip) return TINFER_OK; /* split: its producer and consumers do its work */
+        tinfer_status rc =
+            try_norm_matmul(c, w, o, i + 1 < c->n_cmds ? &c->cmds[i + 1] : NULL, done_next);
+        if (rc == TINFER_OK && !*done_next)
+            rc = run_rmsnorm(c, w, o->y, o->x, o->w, o->eps, o->rows_out);
+        return rc;
+    }
+    case CMD_MATMUL: return run_matmul(c, w, i);
+    case CMD_ROPE_KV: return run_rope_kv(c, w, o->layer);
+    case CMD_ATTENTION: return run_attention(c, w, o->layer);
+    case CMD_ALLREDUCE: return run_allreduce(c, w, o->y, o->N, o->comm);
+    }
+    return TINFER_OK;
+}
+
+/* Every recorded op, then the argmax of the logits rows, in each window; the windows' streams
+ * forked from the context's and joined back to it (also after an error, so that a capture
+ * ends joined). */
+static tinfer_status run_step(cuda_ctx *c) {
+    win wins[MICRO_MAX];
+    const int32_t n_win = micro_windows(c);
+    tinfer_status rc = make_windows(c, wins, n_win);
+    if (rc != TINFER_OK) return rc;
+    const int32_t n_slots = plan_split_norms(c, wins, n_win);
+    for (int32_t k = 0; k < n_win; k++) /* window k's sums after those of the rows before it */
+        wins[k].ss += (size_t)n_slots * wins[k].r0 * 2;
+    cudaError_t ce = cudaSuccess;
+    if (n_win > 1) {
+        ce = cudaEventRecord(c->fork, c->stream);
+        for (int32_t k = 1; k < n_win && ce == cudaSuccess; k++)
+            ce = cudaStreamWaitEvent(wins[k].s, c->fork, 0);
+        if (ce != cudaSuccess)
+            return tinfer_err_set(&c->err, TINFER_ERR_CUDA, "forking the micro-batches: %s",
+                                  cudaGetErrorString(ce));
+    }
+    /* op by op across the windows, so that eager launches feed every chain in turn */
+    uint32_t skip = 0; /* windows that already ran op i (inside op i - 1's launch) */
+    for (int32_t i = 0; i < c->n_cmds && rc == TINFER_OK; i++) {
+        uint32_t ran_next = 0;
+        for (int32_t k = 0; k < n_win && rc == TINFER_OK; k++) {
+            if (skip & (1u << k)) continue;
+            bool next = false;
+            rc = run_op(c, &wins[k], i, n_slots, &next);
+            if (next) ran_next |= 1u << k;
+        }
+        skip = ran_next;
+    }
+    const int32_t V = c->m->cfg->n_vocab;
+    for (int32_t k = 0; k < n_win && rc == TINFER_OK; k++) /* greedy decoding needs only these */
+        if (wins[k].n_out > 0)
+            rc = tinfer_op_cuda_argmax_val((int32_t *)(c->mem + c->plan.ids) + wins[k].o0,
+                                           c->vals ? c->vals + wins[k].o0 : NULL,
+                                           c->logits + (size_t)wins[k].o0 * V, wins[k].n_out, V,
+                                           V, wins[k].s, &c->err);
+    for (int32_t k = 1; k < n_win; k++) {
+        cudaError_t e = cudaEventRecord(c->join[k - 1], wins[k].s);
+        if (e == cudaSuccess) e = cudaStreamWaitEvent(c->stream, c->join[k - 1], 0);
+        if (e != cudaSuccess && ce == cudaSuccess) ce = e;
+    }
+    if (rc == TINFER_OK && ce != cudaSuccess)
+        rc = tinfer_err_set(&c->err, TINFER_ERR_CUDA, "joining the micro-batches: %s",
+                            cudaGetErrorString(ce));
     return rc;
 }
 

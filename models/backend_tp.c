@@ -508,7 +508,7 @@ static void tp_ctx_free(void *cs) {
  * here. */
 static tinfer_status tp_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx, int32_t n_batch,
                                  int32_t n_threads, bool graphs, int32_t fused_decode,
-                                 void **ctx_state, tinfer_err *err) {
+                                 int32_t micro_batches, void **ctx_state, tinfer_err *err) {
     const tp_model *m = model_state;
     tp_ctx *c = calloc(1, sizeof *c);
     if (!c) return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY, "out of memory (tp context)");
@@ -524,7 +524,8 @@ static tinfer_status tp_ctx_init(void *model_state, int32_t n_seq, int32_t n_ctx
     }
     for (int32_t r = 0; r < m->n_rank; r++) {
         const tinfer_status rc = m->ops->ctx_init(m->state[r], n_seq, n_ctx, n_batch, n_threads,
-                                                  graphs, fused_decode, &c->rcs[r], err);
+                                                  graphs, fused_decode, micro_batches,
+                                                  &c->rcs[r], err);
         if (rc != TINFER_OK) {
             tp_ctx_free(c);
             return rc;

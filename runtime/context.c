@@ -80,6 +80,10 @@ tinfer_status tinfer_context_init(tinfer_model *model, const tinfer_context_para
                               !model ? "model" : "out");
     tinfer_context_params p = params ? *params : tinfer_context_default_params();
     const tinfer_llama_config *cfg = tinfer_model_config(model);
+    if (p.cuda_micro_batches < 0 || p.cuda_micro_batches > 4)
+        return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
+                              "tinfer_context_init: cuda_micro_batches %d outside 0 .. 4",
+                              (int)p.cuda_micro_batches);
     if (p.n_ctx < 0 || p.n_seq_max < 1 || p.n_batch < 0)
         return tinfer_err_set(NULL, TINFER_ERR_INVALID_ARG,
                               "tinfer_context_init: n_ctx %d, n_seq_max %d, n_batch %d (need "
@@ -115,7 +119,7 @@ tinfer_status tinfer_context_init(tinfer_model *model, const tinfer_context_para
     sub.msg[0] = '\0';
     if ((rc = c->ops->ctx_init(tinfer_model_backend_state(model), p.n_seq_max, n_ctx, n_batch,
                                p.n_threads, p.cuda_graphs != 0, p.cuda_fused_decode,
-                               &c->bc, &sub)) != TINFER_OK ||
+                               p.cuda_micro_batches, &c->bc, &sub)) != TINFER_OK ||
         (rc = tinfer_llama_scratch_init(cfg, n_batch, p.n_seq_max, &c->s, &sub)) != TINFER_OK) {
         tinfer_err_copy(NULL, &sub, rc);
         goto fail;

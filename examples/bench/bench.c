@@ -6,7 +6,7 @@
  *
  *   tinfer-bench -m DIR [-p 512] [-n 128] [-r 5] [--batch 1,8,64] [-o md|json|csv]
  *                [--backend auto|cpu|cuda] [--random-weights] [--threads N] [--png PREFIX]
- *                [--tp 1,2,4] [--gpus 0,1,...] [--greedy K] [--argmax]
+ *                [--tp 1,2,4] [--gpus 0,1,...] [--greedy K] [--argmax] [--micro auto|1..4]
  *
  * Tests (token ids are random, from a fixed seed; the KV cache is emptied before each run):
  *   ppN      one sequence's N-token prompt in ONE tinfer_decode: N / time
@@ -21,6 +21,8 @@
  *            id a sequence comes to the host instead of n_vocab logits (at 64 SmolLM2 sequences
  *            12.6 MB a step over PCIe). Without it every step's logits come to the host, as
  *            llama-bench and llama-batched-bench ask for them.
+ *   tgN@bB-mG  (--micro G) each decode step's B sequences as G concurrent chains of kernels
+ *            (tinfer_context_params.cuda_micro_batches; CUDA only, the CPU runs them as one)
  * --tp N,...: the model is loaded once per value (tensor-parallel shards; 0 off, 1 one rank
  * through the tensor-parallel path) and every test runs on each, as its own rows (backend "cuda
  * tp2"; json / csv field tp); a value needing more GPUs than the machine has is left out with a
@@ -145,6 +147,7 @@ typedef struct bench {
     int8_t *want;
     int graphs; /* tinfer_context_params.cuda_graphs */
     int fused;  /* tinfer_context_params.cuda_fused_decode */
+    int micro;  /* tinfer_context_params.cuda_micro_batches */
     int greedy; /* > 0: one sequence's tg through tinfer_decode_greedy, this many steps a call */
     int argmax; /* 1: decode steps ask for the argmax only (tinfer_batch.logits 2) */
 } bench;
@@ -213,6 +216,8 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
         snprintf(r->name, sizeof r->name, "tg%d-g%d", (int)tokens, b->greedy);
     else if (batch == 1)
         snprintf(r->name, sizeof r->name, "tg%d%s", (int)tokens, sfx);
+    else if (b->micro > 0) /* an explicit --micro: the rows say which */
+        snprintf(r->name, sizeof r->name, "tg%d@b%d-m%d%s", (int)tokens, (int)batch, b->micro, sfx);
     else
         snprintf(r->name, sizeof r->name, "tg%d@b%d%s", (int)tokens, (int)batch, sfx);
     /* a prompt's LM head runs on its last token, a decode step's on every sequence's */
@@ -226,6 +231,7 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
     if (kind == 'g' && batch == 1 && b->greedy > cp.n_batch) cp.n_batch = b->greedy;
     cp.cuda_graphs = b->graphs;
     cp.cuda_fused_decode = b->fused;
+    cp.cuda_micro_batches = b->micro;
     tinfer_context *ctx = NULL;
     if (tinfer_context_init(b->model, &cp, &ctx) != TINFER_OK)
         return fail("%s: %s", r->name, tinfer_last_error());
@@ -317,6 +323,9 @@ static void usage(void) {
         "  --fused auto|0|1       CUDA: run a small model's decode steps (<= 8 sequences) as\n"
         "                         one fused kernel: where it measured faster (auto, the\n"
         "                         default: one sequence), never (0) or whenever it can (1)\n"
+        "  --micro auto|1|2|3|4   CUDA: run a decode step's sequences as this many concurrent\n"
+        "                         chains of kernels (auto, the default: where it measured\n"
+        "                         faster; 1: one chain)\n"
         "  --tp N,...             tensor parallelism over N shards (default 0: off; 1: one\n"
         "                         rank through the tensor-parallel path); each value loads the\n"
         "                         model again and runs every test as its own rows. On CUDA one\n"
@@ -450,7 +459,7 @@ int main(int argc, char **argv) {
     unsigned long long seed = 1;
     out_fmt fmt = OUT_MD;
     bool random_w = false, peak = true;
-    int graphs = 1, fused = -1, greedy = 0, argmax = 0;
+    int graphs = 1, fused = -1, micro = 0, greedy = 0, argmax = 0;
     tinfer_backend backend = TINFER_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -520,6 +529,10 @@ int main(int argc, char **argv) {
             if (strcmp(v, "0") && strcmp(v, "1") && strcmp(v, "auto"))
                 return fail("--fused: '%s' is not auto, 0 or 1", v);
             fused = !strcmp(v, "auto") ? -1 : v[0] == '1';
+        } else if (!strcmp(a, "--micro")) {
+            if (strcmp(v, "auto") && (strlen(v) != 1 || v[0] < '1' || v[0] > '4'))
+                return fail("--micro: '%s' is not auto, 1, 2, 3 or 4", v);
+            micro = !strcmp(v, "auto") ? 0 : v[0] - '0';
         } else if (!strcmp(a, "--greedy")) {
             errno = 0;
             const long k = strtol(v, &end, 10);
@@ -547,6 +560,7 @@ int main(int argc, char **argv) {
     bench b = {0};
     b.graphs = graphs;
     b.fused = fused;
+    b.micro = micro;
     b.greedy = greedy;
     b.argmax = argmax;
     fprintf(stderr, "tinfer-bench: loading %s%s\n", dir, random_w ? " (random weights)" : "");

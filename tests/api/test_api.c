@@ -338,6 +338,15 @@ static void test_model_and_batches(const char *generate_bin) {
     cp.n_seq_max = 0;
     c = (tinfer_context *)&c;
     CHECK(tinfer_context_init(m, &cp, &c) == TINFER_ERR_INVALID_ARG && !c, "n_seq_max 0");
+    cp.n_seq_max = 1;
+    for (int32_t micro = -1; micro <= 5; micro += 6) { /* 0 (auto) .. 4 only */
+        cp.cuda_micro_batches = micro;
+        c = (tinfer_context *)&c;
+        CHECK(tinfer_context_init(m, &cp, &c) == TINFER_ERR_INVALID_ARG && !c &&
+                  strstr(tinfer_last_error(), "cuda_micro_batches"),
+              "cuda_micro_batches %d: %s", (int)micro, tinfer_last_error());
+    }
+    cp.cuda_micro_batches = 0;
 
     /* tinfer-generate: a prompt longer than --ctx is an `error: ...` line and exit status 1 */
     char cmd[8192], errpath[] = "/tmp/tinfer_api_gen_XXXXXX";

@@ -8,6 +8,7 @@
 #    steps a call (row tg8-g3, 8 tokens: two full calls and one of 2).
 #  - bench_argmax: --argmax: the decode tests ask for each sequence's argmax only (rows
 #    tg4-argmax and tg4@b2-argmax).
+#  - bench_micro: --micro 2 names its batched rows (tg4@b2-m2-argmax); --micro 5 is refused.
 #  - bench_png: tinfer-bench --png on the tiny fixture writes both charts as PNG files
 #    (check_png.cmake), into the build tree (tests/bench-png-*.png).
 set(_cfg_only ${CMAKE_CURRENT_BINARY_DIR}/config-only)
@@ -39,5 +40,13 @@ add_test(NAME bench_argmax COMMAND tinfer-bench -m ${PROJECT_SOURCE_DIR}/tests/m
                                    -p 0 -n 4 --batch 1,2 -r 1 -o json --no-peak --argmax)
 set_tests_properties(bench_argmax PROPERTIES PASS_REGULAR_EXPRESSION
                      "\"test\": \"tg4-argmax\", \"n_prompt\": 0, \"n_gen\": 4, \"batch\": 1, \"avg_ts\": [1-9].*\"test\": \"tg4@b2-argmax\", \"n_prompt\": 0, \"n_gen\": 4, \"batch\": 2, \"avg_ts\": [1-9]")
-set_tests_properties(random_weights bench_cli bench_random bench_png bench_tp bench_greedy bench_argmax PROPERTIES LABELS unit
+add_test(NAME bench_micro COMMAND tinfer-bench -m ${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama
+                                  -p 0 -n 4 --batch 2 -r 1 -o json --no-peak --argmax --micro 2)
+set_tests_properties(bench_micro PROPERTIES PASS_REGULAR_EXPRESSION
+                     "\"test\": \"tg4@b2-m2-argmax\", \"n_prompt\": 0, \"n_gen\": 4, \"batch\": 2, \"avg_ts\": [1-9]")
+add_test(NAME bench_micro_bad COMMAND tinfer-bench -m ${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama
+                                      --micro 5)
+set_tests_properties(bench_micro_bad PROPERTIES PASS_REGULAR_EXPRESSION "error: --micro: '5' is not auto, 1, 2, 3 or 4")
+set_tests_properties(random_weights bench_cli bench_random bench_png bench_tp bench_greedy bench_argmax
+                     bench_micro bench_micro_bad PROPERTIES LABELS unit
                      TIMEOUT 120)

@@ -6,7 +6,7 @@
  * how the kernels of a step overlap or what the host adds between steps.
  *
  *   probe-timeline -m DIR [--random-weights] [--batch B] [-n STEPS] [--argmax] [--fused auto|0|1]
- *                  [--top N]
+ *                  [--micro 0..4] [--top N]
  *
  * B sequences get 16-token prompts, then decode one token each a step: 8 untimed steps (graphs
  * captured), then STEPS steps with CUPTI's kernel activity records on (start and end of every
@@ -97,7 +97,7 @@ static int fail(const char *msg, const char *arg) {
 
 int main(int argc, char **argv) {
     const char *dir = NULL;
-    int batch = 64, steps = 32, argmax = 0, top = 16, fused = -1;
+    int batch = 64, steps = 32, argmax = 0, top = 16, fused = -1, micro = 0;
     bool random_w = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -112,11 +112,14 @@ int main(int argc, char **argv) {
             const char *v = argv[++i];
             fused = !strcmp(v, "auto") ? -1 : !strcmp(v, "0") ? 0 : !strcmp(v, "1") ? 1 : -2;
             if (fused == -2) return fail("--fused takes auto, 0 or 1", v);
+        } else if (!strcmp(a, "--micro")) {
+            micro = atoi(argv[++i]);
+            if (micro < 0 || micro > 4) return fail("--micro takes 0 (auto) .. 4", argv[i]);
         } else return fail("unknown argument", a);
     }
     if (!dir || batch < 1 || batch > 4096 || steps < 1 || steps > 100000 || top < 1)
         return fail("usage: probe-timeline -m DIR [--random-weights] [--batch B] [-n STEPS] "
-                    "[--argmax] [--fused auto|0|1] [--top N]",
+                    "[--argmax] [--fused auto|0|1] [--micro 0..4] [--top N]",
                     NULL);
     tinfer_model_params mp = tinfer_model_default_params();
     mp.backend = TINFER_BACKEND_CUDA;
@@ -132,6 +135,7 @@ int main(int argc, char **argv) {
     cp.n_ctx = TL_PROMPT + TL_WARM + steps;
     cp.n_batch = batch * TL_PROMPT; /* every prompt in one call */
     if (fused >= 0) cp.cuda_fused_decode = fused;
+    cp.cuda_micro_batches = micro;
     tinfer_context *c = NULL;
     if (tinfer_context_init(m, &cp, &c) != TINFER_OK) {
         fprintf(stderr, "probe-timeline: %s\n", tinfer_last_error());

@@ -20,10 +20,11 @@
  *   6. tinfer_decode_greedy (two calls) gives the tokens of step-by-step greedy decoding in the
  *      same context, exactly: queued fused steps in the default context (all of them fused),
  *      one step at a time in the op-by-op one.
- *   7. 12 sequences decoded together (M = 12: the RMSNorms split between the GEMMs around them,
- *      models/backend_cuda_step.c): each step's 12 rows of logits, GPU vs CPU, within
- *      TOL_REL_RMS; the replayed step ran with at most 6 n_layer + 5 kernels (split: 5 a layer
- *      and 5 more, a split-KV attention's combine kernels aside; unsplit: 7 a layer and 4).
+ *   7. sequences decoded together, each step's rows of logits GPU vs CPU within TOL_REL_RMS:
+ *      12 as one chain (M = 12: the RMSNorms split between the GEMMs around them,
+ *      models/backend_cuda_step.c; the replayed step ran at most 6 n_layer + 5 kernels), 24 as
+ *      two concurrent chains of 12 (cuda_micro_batches = 2; split in each chain) and 11 as
+ *      three of 3-4 (decode GEMVs, the RMSNorm inside rung 08): every chain ran a whole step.
  *   In 3 and 4 two runs may part at a step whose top two logits are a tie within the bound
  *   below (random weights make such steps common; the kernels for M = 1 and M = 4 sum in
  *   different orders): the test prints where, and fails on any other difference.
@@ -119,6 +120,75 @@ static int greedy_calls(tinfer_context *c, const tinfer_token *tok, int32_t plen
     tinfer_context_get_stats(c, &s1);
     *fused = s1.fused_steps - s0.fused_steps;
     return na + nb == N_GREEDY - 1 && tinfer_seq_len(c, 0) == plen + N_GREEDY - 1 ? 0 : 1;
+}
+
+/* Check 7: NS sequences (prompts of 1 .. 10 tokens) decoded together for 4 steps, GPU vs CPU,
+ * the GPU context running each decode step as `micro` concurrent chains of kernels
+ * (cuda_micro_batches). Each step's NS rows of logits within TOL_REL_RMS of the CPU's. The
+ * replayed step's kernels: with one chain at most 6 n_layer + 5 (split RMSNorms: 5 a layer and
+ * 5 more, a split-KV attention's combine kernels aside; unsplit: 7 a layer and 4); with several,
+ * each chain's at least 5 a layer and at most that bound (so each chain ran the whole step). */
+static void decoded_together(tinfer_model *g, tinfer_model *cpu, const tinfer_token *tok,
+                             int32_t R, int32_t NS, int32_t micro) {
+    enum { STEPS = 4, MAX_NS = 32 };
+    const int32_t V = tinfer_model_n_vocab(g), L = tinfer_model_n_layer(g);
+    tinfer_context_params cp = tinfer_context_default_params();
+    cp.cuda_fused_decode = 0;
+    cp.cuda_micro_batches = micro;
+    cp.n_ctx = 256;
+    cp.n_seq_max = NS;
+    cp.n_batch = 256;
+    tinfer_context *gc = NULL, *cc = context(cpu, NS, 0);
+    CHECK(NS <= MAX_NS && tinfer_context_init(g, &cp, &gc) == TINFER_OK && cc,
+          "%d-sequence contexts: %s", (int)NS, tinfer_last_error());
+    if (!gc || !cc) {
+        tinfer_context_free(gc);
+        tinfer_context_free(cc);
+        return;
+    }
+    tinfer_token bt[MAX_NS * 10];
+    int32_t pos[MAX_NS * 10], seq[MAX_NS * 10], n = 0, len[MAX_NS];
+    int8_t want[MAX_NS * 10];
+    for (int32_t s = 0; s < NS; s++) /* prompts of 1 .. 10 tokens */
+        for (int32_t i = 0, Lp = len[s] = 1 + (s * 7) % 10; i < Lp; i++, n++) {
+            bt[n] = tok[(s + i) % R], pos[n] = i, seq[n] = s;
+            want[n] = 0;
+        }
+    tinfer_batch b = {n, bt, pos, seq, want};
+    CHECK(tinfer_decode(gc, &b) == TINFER_OK && tinfer_decode(cc, &b) == TINFER_OK,
+          "%d-sequence prefill: %s", (int)NS, tinfer_context_last_error(gc));
+    double worst = 0;
+    for (int32_t k = 0; k < STEPS; k++) {
+        for (int32_t s = 0; s < NS; s++) { /* fixed tokens: both backends see the same */
+            bt[s] = tok[(5 * s + k) % R], pos[s] = len[s] + k, seq[s] = s;
+            want[s] = 1;
+        }
+        tinfer_batch st = {NS, bt, pos, seq, want};
+        CHECK(tinfer_decode(gc, &st) == TINFER_OK && tinfer_decode(cc, &st) == TINFER_OK,
+              "%d-sequence step %d: %s", (int)NS, (int)k, tinfer_context_last_error(gc));
+        for (int32_t s = 0; s < NS; s++) {
+            const double e = rel_rms(tinfer_get_logits(gc, s), tinfer_get_logits(cc, s), V);
+            worst = !(e <= worst) ? e : worst;
+        }
+    }
+    tinfer_context_stats st = {0};
+    CHECK(tinfer_context_get_stats(gc, &st) == TINFER_OK, "stats");
+    const int32_t k = (int32_t)st.last_step_kernels;
+    printf("  %d sequences decoded together as %d chain%s: worst relative RMS %.4f, %d kernels a "
+           "step\n",
+           (int)NS, (int)micro, micro > 1 ? "s" : "", worst, (int)k);
+    CHECK(worst <= TOL_REL_RMS, "%d-sequence decode logits: relative RMS %.4f > %.2f", (int)NS,
+          worst, TOL_REL_RMS);
+    if (micro == 1)
+        CHECK(k > 0 && k <= 6 * L + 5,
+              "the %d-sequence step ran %d kernels: the RMSNorms were not split (at most %d)",
+              (int)NS, k, 6 * L + 5);
+    else
+        CHECK(k >= micro * 5 * L && k <= micro * (6 * L + 5),
+              "the %d-sequence step in %d chains ran %d kernels (%d .. %d)", (int)NS, (int)micro,
+              k, (int)(micro * 5 * L), (int)(micro * (6 * L + 5)));
+    tinfer_context_free(gc);
+    tinfer_context_free(cc);
 }
 
 int main(int argc, char **argv) {
@@ -289,49 +359,11 @@ int main(int argc, char **argv) {
                    "and op-by-op contexts\n");
             tinfer_context_free(cd);
         }
-        { /* 7. 12 sequences decoded together, GPU vs CPU */
-            enum { NS = 12, STEPS = 4 };
-            tinfer_context *g12 = context(g, NS, 0), *c12 = context(cpu, NS, 0);
-            CHECK(g12 && c12, "12-sequence contexts");
-            tinfer_token bt[128];
-            int32_t pos[128], seq[128], n = 0, len[NS];
-            int8_t want[128];
-            for (int32_t s = 0; s < NS; s++) /* prompts of 1 .. 10 tokens */
-                for (int32_t i = 0, L = len[s] = 1 + (s * 7) % 10; i < L; i++, n++) {
-                    bt[n] = tok[(s + i) % R], pos[n] = i, seq[n] = s;
-                    want[n] = 0;
-                }
-            tinfer_batch b = {n, bt, pos, seq, want};
-            CHECK(g12 && c12 && tinfer_decode(g12, &b) == TINFER_OK &&
-                      tinfer_decode(c12, &b) == TINFER_OK,
-                  "12-sequence prefill: %s", tinfer_last_error());
-            double worst12 = 0;
-            for (int32_t k = 0; g12 && c12 && k < STEPS; k++) {
-                for (int32_t s = 0; s < NS; s++) { /* fixed tokens: both backends see the same */
-                    bt[s] = tok[(5 * s + k) % R], pos[s] = len[s] + k, seq[s] = s;
-                    want[s] = 1;
-                }
-                tinfer_batch st = {NS, bt, pos, seq, want};
-                CHECK(tinfer_decode(g12, &st) == TINFER_OK && tinfer_decode(c12, &st) == TINFER_OK,
-                      "12-sequence step %d: %s", (int)k, tinfer_context_last_error(g12));
-                for (int32_t s = 0; s < NS; s++) {
-                    const double e = rel_rms(tinfer_get_logits(g12, s), tinfer_get_logits(c12, s), V);
-                    worst12 = !(e <= worst12) ? e : worst12;
-                }
-            }
-            tinfer_context_stats s12 = {0};
-            CHECK(g12 && tinfer_context_get_stats(g12, &s12) == TINFER_OK, "stats");
-            const int32_t L = tinfer_model_n_layer(g);
-            printf("  12 sequences decoded together: worst relative RMS %.4f, %d kernels a step\n",
-                   worst12, (int)s12.last_step_kernels);
-            CHECK(worst12 <= TOL_REL_RMS, "12-sequence decode logits: relative RMS %.4f > %.2f",
-                  worst12, TOL_REL_RMS);
-            CHECK(s12.last_step_kernels > 0 && s12.last_step_kernels <= 6 * L + 5,
-                  "the 12-sequence step ran %d kernels: the RMSNorms were not split (at most %d)",
-                  (int)s12.last_step_kernels, 6 * L + 5);
-            tinfer_context_free(g12);
-            tinfer_context_free(c12);
-        }
+        /* 7. sequences decoded together, GPU vs CPU: 12 as one chain (the RMSNorms split);
+         * 24 as two chains of 12 (split in each); 11 as three of 3-4 (decode GEMVs) */
+        decoded_together(g, cpu, tok, R, 12, 1);
+        decoded_together(g, cpu, tok, R, 24, 2);
+        decoded_together(g, cpu, tok, R, 11, 3);
         free(lg);
         free(lc);
         free(lf);
