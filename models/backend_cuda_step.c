@@ -62,14 +62,15 @@ static unsigned long long *nss_slot(const win *w, int32_t s) {
 }
 
 /* out = RMSNorm(in) over the window's rows; gather: of its logits rows (the LM head's), whose
- * indices in m_out are the step's token indices, so `in` is the whole of X. */
+ * indices in m_out are the step's token indices, so `in` is the whole of X, into the window's
+ * own first rows of out (concurrent windows never write each other's rows). */
 static tinfer_status run_rmsnorm(cuda_ctx *c, const win *w, tinfer_buf out, tinfer_buf in,
                                  const tinfer_weight *wt, float eps, bool gather) {
     const int64_t E = c->m->cfg->n_embd;
     if (gather)
         return w->n_out == 0
                    ? TINFER_OK
-                   : tinfer_op_cuda_rmsnorm(row_at(buf(c, out), w->o0, E, 2), buf(c, in),
+                   : tinfer_op_cuda_rmsnorm(row_at(buf(c, out), w->r0, E, 2), buf(c, in),
                                             wt->data, meta_dev(c, c->plan.m_out) + w->o0,
                                             w->n_out, c->bp->n, (int32_t)E, eps, w->s, &c->err);
     return tinfer_op_cuda_rmsnorm(row_at(buf(c, out), w->r0, E, 2),
@@ -77,11 +78,13 @@ static tinfer_status run_rmsnorm(cuda_ctx *c, const win *w, tinfer_buf out, tinf
                                   w->n, w->n, (int32_t)E, eps, w->s, &c->err);
 }
 
-/* The GEMM arguments of a matmul op over the window's rows; false when it has none. */
+/* The GEMM arguments of a matmul op over the window's rows; false when it has none. rows_out:
+ * over its logits rows, whose inputs the gathering RMSNorm left in the window's first rows and
+ * whose outputs are rows o0 .. of the logits. */
 static bool matmul_args(cuda_ctx *c, const win *w, tinfer_buf y, tinfer_buf x,
                         const tinfer_weight *wt, const tinfer_weight *bias, int64_t N, int64_t K,
                         tinfer_epi epi, bool rows_out, tinfer_gemm_bf16_args *out) {
-    const int64_t M = rows_out ? w->n_out : w->n, r0 = rows_out ? w->o0 : w->r0;
+    const int64_t M = rows_out ? w->n_out : w->n, y0 = rows_out ? w->o0 : w->r0;
     if (M == 0) return false;
     const bool f32_out = y == TINFER_BUF_X || y == TINFER_BUF_LOGITS;
     const int64_t N_out = epi == TINFER_EPI_SWIGLU ? N / 2 : N;
@@ -90,12 +93,12 @@ static bool matmul_args(cuda_ctx *c, const win *w, tinfer_buf y, tinfer_buf x,
     a.M = M;
     a.N = N;
     a.K = K;
-    a.X = row_at(buf(c, x), r0, K, 2);
+    a.X = row_at(buf(c, x), w->r0, K, 2);
     a.ldx = K;
     a.W = wt->data;
     a.ldw = K;
     a.bias = bias && bias->data ? bias->data : NULL;
-    a.Y = row_at(buf(c, y), r0, N_out, f32_out ? sizeof(float) : 2);
+    a.Y = row_at(buf(c, y), y0, N_out, f32_out ? sizeof(float) : 2);
     a.ldy = N_out;
     a.y_dtype = f32_out ? TINFER_DTYPE_F32 : TINFER_DTYPE_BF16;
     if (epi == TINFER_EPI_RESIDUAL) { /* in place: x += X·W^T */
