@@ -289,7 +289,7 @@ static int32_t micro_windows(const cuda_ctx *c) {
     if (!decode_step(c) || c->vals) return 1;
     for (int32_t i = 0; i < c->n_cmds; i++)
         if (c->cmds[i].kind == CMD_ALLREDUCE) return 1;
-    int32_t g = c->micro >= 1 ? c->micro : 1;
+    int32_t g = c->micro >= 1 ? c->micro : 1; /* auto: one chain until measured */
     if (g > MICRO_MAX) g = MICRO_MAX;
     if (g > c->bp->n) g = c->bp->n;
     return g < 1 ? 1 : g;
