@@ -38,10 +38,13 @@ static inline void random_tokens(tinfer_token *tok, int32_t n, int32_t V) {
     }
 }
 
-/* A context of n_seq sequences, 256 tokens each, cuda_fused_decode = fused. */
-static inline tinfer_context *context(tinfer_model *m, int32_t n_seq, int32_t fused) {
+/* A context of n_seq sequences, 256 tokens each, cuda_fused_decode = fused, its decode steps as
+ * `micro` concurrent chains (cuda_micro_batches; 0: the default). */
+static inline tinfer_context *context_micro(tinfer_model *m, int32_t n_seq, int32_t fused,
+                                            int32_t micro) {
     tinfer_context_params cp = tinfer_context_default_params();
     cp.cuda_fused_decode = fused;
+    cp.cuda_micro_batches = micro;
     cp.n_ctx = 256;
     cp.n_seq_max = n_seq;
     cp.n_batch = 256;
@@ -51,6 +54,11 @@ static inline tinfer_context *context(tinfer_model *m, int32_t n_seq, int32_t fu
         test_failures++;
     }
     return c;
+}
+
+/* A context of n_seq sequences, 256 tokens each, cuda_fused_decode = fused. */
+static inline tinfer_context *context(tinfer_model *m, int32_t n_seq, int32_t fused) {
+    return context_micro(m, n_seq, fused, 0);
 }
 
 /* From an empty cache: prefill tok[0 .. N_PROMPT) with every row's logits into out[N_PROMPT][V],

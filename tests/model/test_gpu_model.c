@@ -134,15 +134,9 @@ static void decoded_together(tinfer_model *g, tinfer_model *cpu, const tinfer_to
                              int32_t R, int32_t NS, int32_t micro) {
     enum { STEPS = 4, MAX_NS = 32 };
     const int32_t V = tinfer_model_n_vocab(g), L = tinfer_model_n_layer(g);
-    tinfer_context_params cp = tinfer_context_default_params();
-    cp.cuda_fused_decode = 0;
-    cp.cuda_micro_batches = micro;
-    cp.n_ctx = 256;
-    cp.n_seq_max = NS;
-    cp.n_batch = 256;
-    tinfer_context *gc = NULL, *cc = context(cpu, NS, 0);
-    CHECK(NS <= MAX_NS && tinfer_context_init(g, &cp, &gc) == TINFER_OK && cc,
-          "%d-sequence contexts: %s", (int)NS, tinfer_last_error());
+    CHECK(NS <= MAX_NS, "%d sequences: at most %d", (int)NS, (int)MAX_NS);
+    tinfer_context *gc = NS <= MAX_NS ? context_micro(g, NS, 0, micro) : NULL,
+                   *cc = NS <= MAX_NS ? context(cpu, NS, 0) : NULL;
     if (!gc || !cc) {
         tinfer_context_free(gc);
         tinfer_context_free(cc);
