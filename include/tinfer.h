@@ -281,6 +281,22 @@ TINFER_API tinfer_status tinfer_decode_greedy(tinfer_context *ctx, int32_t seq_i
                                               tinfer_token token, int32_t n_max, tinfer_token *out,
                                               int32_t *n_out);
 
+/* Greedy decoding of n sequences together (vLLM's multi-step decoding): each step feeds every
+ * unfinished sequence one token, seq_ids[i] (distinct) first tokens[i], then its picks, for at
+ * most n_max steps. Sequence i's picks go to out[i * n_max .. i * n_max + n_out[i]); like
+ * tinfer_decode_greedy it stops after a pick that ends generation (kept, not fed), so its cache
+ * grows by n_out[i] tokens. The same tokens and caches as n_max rounds of one tinfer_decode of
+ * all of them + tinfer_get_argmax, but where the backend can (CUDA: a decode step op by op, or
+ * the fused step for one sequence) several steps are queued on the device, each reading its
+ * tokens from the previous step's picks, with no host round trip between them. Afterwards
+ * tinfer_get_logits / tinfer_get_argmax have nothing until the next tinfer_decode. Every
+ * sequence needs room for n_max tokens (else TINFER_ERR_CONTEXT_FULL, nothing run); n <=
+ * the context's n_batch. On an error the steps already run stay, counted in n_out. */
+TINFER_API tinfer_status tinfer_decode_greedy_batch(tinfer_context *ctx, int32_t n,
+                                                    const int32_t *seq_ids,
+                                                    const tinfer_token *tokens, int32_t n_max,
+                                                    tinfer_token *out, int32_t *n_out);
+
 /* Tokens cached for a sequence; forgetting a sequence (seq_id < 0: all) empties its cache. */
 TINFER_API int32_t tinfer_seq_len(const tinfer_context *ctx, int32_t seq_id);
 TINFER_API tinfer_status tinfer_seq_clear(tinfer_context *ctx, int32_t seq_id);

@@ -164,12 +164,15 @@ typedef struct tinfer_backend_ops {
     tinfer_status (*logits)(void *cs, bool need_logits, const float **host_logits,
                             const int32_t **host_ids);
     /* Optional (NULL: the runtime steps one token at a time). Runs the step just recorded (one
-     * token whose argmax was asked for, not yet run) and then n_more steps of the same sequence
-     * (n_more < the context's n_batch: a step's metadata holds n_batch positions) at the next
-     * positions, each fed the previous step's argmax, without waiting in between; ids[0 ..
-     * n_more] (host memory) the picks. TINFER_ERR_UNSUPPORTED, with nothing run, where it
-     * cannot; the runtime then calls logits and goes on one step at a time. */
-    tinfer_status (*greedy_steps)(void *cs, int32_t n_more, int32_t *ids);
+     * token of each of n_out distinct sequences, every row asking for its argmax; not yet run)
+     * and then up to n_more more steps of the same sequences at the next positions, each fed
+     * the previous step's argmax, without waiting in between: *n_steps (1 .. 1 + n_more) steps,
+     * ids[k * n_out + j] (host memory, room for (1 + n_more) n_out) step k's pick of logits row
+     * j. A backend may run fewer steps than asked (the CUDA backend: n_more < n_batch for one
+     * sequence, whose positions go in the step's metadata; 16 steps a call op by op); the
+     * runtime asks again. TINFER_ERR_UNSUPPORTED, with nothing run, where it cannot; the
+     * runtime then calls logits and goes on one step at a time. */
+    tinfer_status (*greedy_steps)(void *cs, int32_t n_more, int32_t *ids, int32_t *n_steps);
     /* The message of the last failing call of this context ("" if none). */
     const char *(*last_error)(const void *cs);
     /* Launch counts (tinfer_context_stats' backend fields); NULL where there are none (CPU). */

@@ -338,12 +338,15 @@ tinfer_status tinfer_llama_scratch_init(const tinfer_llama_config *cfg, int32_t 
     s->pos = malloc(nb * sizeof(int32_t));
     s->seq = malloc(nb * sizeof(int32_t));
     s->out_rows = malloc(nb * sizeof(int32_t));
+    s->iota = malloc(nb * sizeof(int32_t));
     s->seq_start = malloc(((size_t)n_seq + 1) * sizeof(int32_t));
-    if (!s->inv || !s->tok || !s->pos || !s->seq || !s->out_rows || !s->seq_start) {
+    if (!s->inv || !s->tok || !s->pos || !s->seq || !s->out_rows || !s->iota || !s->seq_start) {
         tinfer_llama_scratch_free(s);
         return tinfer_err_set(err, TINFER_ERR_OUT_OF_MEMORY,
                               "out of memory: batch plan for n_batch %d", (int)n_batch);
     }
+    for (int32_t i = 0; i < n_batch; i++)
+        s->iota[i] = i;
     return TINFER_OK;
 }
 
@@ -354,6 +357,7 @@ void tinfer_llama_scratch_free(tinfer_llama_scratch *s) {
     free(s->pos);
     free(s->seq);
     free(s->out_rows);
+    free(s->iota);
     free(s->seq_start);
     memset(s, 0, sizeof *s);
 }
@@ -470,21 +474,22 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
 tinfer_status tinfer_llama_forward_greedy(const tinfer_backend_ops *be, void *cs,
                                           const tinfer_llama_config *cfg,
                                           const tinfer_llama_weights *w, tinfer_llama_scratch *s,
-                                          int32_t token, int32_t pos, int32_t seq, int32_t n_more,
-                                          int32_t *ids, int32_t *n_ids, tinfer_err *err) {
-    *n_ids = 0;
-    const int32_t row = 0;
-    tinfer_status rc = record_step(be, cs, cfg, w, s, 1, &token, &pos, &seq, &row, 1, err);
+                                          int32_t n, const int32_t *token, const int32_t *pos,
+                                          const int32_t *seq, int32_t n_more, int32_t *ids,
+                                          int32_t *n_steps, tinfer_err *err) {
+    *n_steps = 0;
+    tinfer_status rc = record_step(be, cs, cfg, w, s, n, token, pos, seq, s->iota, n, err);
     if (rc != TINFER_OK) return rc;
     if (n_more > 0 && be->greedy_steps) {
         const double t0 = s->profile ? now_s() : 0.0;
-        rc = be->greedy_steps(cs, n_more, ids);
+        int32_t ran = 0;
+        rc = be->greedy_steps(cs, n_more, ids, &ran);
         if (rc == TINFER_OK) {
             if (s->profile) {
                 s->op_seconds[TINFER_LLAMA_OP_LM_HEAD] += now_s() - t0;
                 s->op_calls[TINFER_LLAMA_OP_LM_HEAD]++;
             }
-            *n_ids = 1 + n_more;
+            *n_steps = ran;
             return TINFER_OK;
         }
         if (rc != TINFER_ERR_UNSUPPORTED) return tinfer_err_set(err, rc, "%s", be->last_error(cs));
@@ -492,7 +497,7 @@ tinfer_status tinfer_llama_forward_greedy(const tinfer_backend_ops *be, void *cs
     const float *logits = NULL;
     const int32_t *hid = NULL;
     OP(LM_HEAD, be->logits(cs, false, &logits, &hid));
-    ids[0] = hid[0];
-    *n_ids = 1;
+    memcpy(ids, hid, (size_t)n * sizeof *ids);
+    *n_steps = 1;
     return TINFER_OK;
 }

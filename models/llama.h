@@ -83,6 +83,7 @@ typedef struct tinfer_llama_scratch {
     int32_t *seq;       /* [n_batch] sequence ids, sorted order */
     int32_t *seq_start; /* [n_seq + 1] first sorted index of each sequence */
     int32_t *out_rows;  /* [n_batch] sorted indices of the rows that want logits */
+    int32_t *iota;      /* [n_batch] 0, 1, 2, ...: every row of a greedy step wants its pick */
     tinfer_batch_plan plan; /* the step's plan: the backend holds it until its logits call */
     bool profile;       /* accumulate op_seconds / op_calls (host wall time per op) */
     double op_seconds[TINFER_LLAMA_OP_COUNT];
@@ -106,15 +107,17 @@ tinfer_status tinfer_llama_forward(const tinfer_backend_ops *be, void *cs,
                                    int32_t n_out, bool need_logits, const float **logits,
                                    const int32_t **ids, tinfer_err *err);
 
-/* Greedy steps of one sequence: token at position pos of sequence seq, then each step's argmax
- * at the next position, up to 1 + n_more steps. The backend's greedy_steps runs them all where
- * it can (*n_ids = 1 + n_more); elsewhere the first step alone runs (*n_ids = 1). ids[0 ..
- * *n_ids) the picks (host memory, the caller's). The caller has checked that the sequence has
- * room for 1 + n_more tokens. */
+/* Greedy steps of n distinct sequences: token[i] at position pos[i] of sequence seq[i], then
+ * each step's argmax of each sequence at its next position, up to 1 + n_more steps. The
+ * backend's greedy_steps runs as many of them as it can at once (*n_steps, 1 .. 1 + n_more);
+ * elsewhere the first step alone runs (*n_steps = 1). ids[k * n + i] (host memory, the
+ * caller's, room for (1 + n_more) n) step k's pick of sequence i. The caller has checked the
+ * batch and that every sequence has room for 1 + n_more tokens. */
 tinfer_status tinfer_llama_forward_greedy(const tinfer_backend_ops *be, void *cs,
                                           const tinfer_llama_config *cfg,
                                           const tinfer_llama_weights *w, tinfer_llama_scratch *s,
-                                          int32_t token, int32_t pos, int32_t seq, int32_t n_more,
-                                          int32_t *ids, int32_t *n_ids, tinfer_err *err);
+                                          int32_t n, const int32_t *token, const int32_t *pos,
+                                          const int32_t *seq, int32_t n_more, int32_t *ids,
+                                          int32_t *n_steps, tinfer_err *err);
 
 #endif

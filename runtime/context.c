@@ -1,6 +1,7 @@
 /*
  * context.c — tinfer_context: the KV cache, per-sequence bookkeeping, batch validation and
- * tinfer_decode / tinfer_get_logits, and tinfer_decode_greedy (several greedy steps a call).
+ * tinfer_decode / tinfer_get_logits, and tinfer_decode_greedy(_batch) (several greedy steps a
+ * call).
  *
  * The KV cache, the activations and the logits belong to the backend's context
  * (models/backend.h: ctx_init sizes all of it once; the CPU's is F32 [n_seq_max][n_layer][n_ctx]
@@ -24,6 +25,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Steps a greedy call asks the backend for at once, with more than one sequence (one sequence:
+ * up to n_batch, the fused step's metadata bound; models/backend.h). */
+#define GREEDY_BATCH_STEPS 16
+
 /* Default cache length when the caller passes n_ctx = 0 (tinfer.h: min(model's, 4096)): 4096
  * tokens keep the default F32 cache of a 135M..1B model within a few hundred MB. */
 #define TINFER_DEFAULT_N_CTX 4096
@@ -43,6 +48,9 @@ struct tinfer_context {
     const float *logits; /* [n_out, n_vocab] of the last step (NULL: only ids were wanted) */
     const int32_t *ids;  /* [n_out] the most likely token of each row of the last step */
     int8_t *row_mode;    /* [n_batch] what batch entry i asked for: 0, 1 logits, 2 argmax */
+    /* greedy decoding: the backend's picks [max(n_batch, GREEDY_BATCH_STEPS n_seq_max)], and
+     * per sequence still decoding [n_seq_max] each: its index in the call, token, position */
+    int32_t *picks, *g_idx, *g_tok, *g_pos, *g_seq;
     int32_t n_last;      /* n_tokens of the last successful tinfer_decode (0: none) */
     int64_t n_steps;     /* successful tinfer_decode calls */
     tinfer_llama_scratch s;
@@ -69,6 +77,8 @@ void tinfer_context_free(tinfer_context *c) {
     free(c->out_rows);
     free(c->logit_row);
     free(c->row_mode);
+    free(c->picks);
+    free(c->g_idx);
     free(c);
 }
 
@@ -110,7 +120,18 @@ tinfer_status tinfer_context_init(tinfer_model *model, const tinfer_context_para
     c->out_rows = malloc((size_t)n_batch * sizeof(int32_t));
     c->logit_row = malloc((size_t)n_batch * sizeof(int32_t));
     c->row_mode = malloc((size_t)n_batch);
-    if (!c->seq_len || !c->seq_count || !c->out_rows || !c->logit_row || !c->row_mode) {
+    const size_t n_picks = (size_t)n_batch > (size_t)GREEDY_BATCH_STEPS * (size_t)p.n_seq_max
+                               ? (size_t)n_batch
+                               : (size_t)GREEDY_BATCH_STEPS * (size_t)p.n_seq_max;
+    c->picks = malloc(n_picks * sizeof(int32_t));
+    c->g_idx = malloc(4 * (size_t)p.n_seq_max * sizeof(int32_t));
+    if (c->g_idx) {
+        c->g_tok = c->g_idx + p.n_seq_max;
+        c->g_pos = c->g_tok + p.n_seq_max;
+        c->g_seq = c->g_pos + p.n_seq_max;
+    }
+    if (!c->seq_len || !c->seq_count || !c->out_rows || !c->logit_row || !c->row_mode ||
+        !c->picks || !c->g_idx) {
         rc = tinfer_err_set(NULL, TINFER_ERR_OUT_OF_MEMORY, "out of memory (context of n_batch %d)",
                             (int)n_batch);
         goto fail;
@@ -231,47 +252,98 @@ tinfer_status tinfer_decode(tinfer_context *c, const tinfer_batch *b) {
     return TINFER_OK;
 }
 
-tinfer_status tinfer_decode_greedy(tinfer_context *c, int32_t seq_id, tinfer_token token,
-                                   int32_t n_max, tinfer_token *out, int32_t *n_out) {
-    if (n_out) *n_out = 0;
-    if (!c || !out || !n_out)
+tinfer_status tinfer_decode_greedy_batch(tinfer_context *c, int32_t n, const int32_t *seq_ids,
+                                         const tinfer_token *tokens, int32_t n_max,
+                                         tinfer_token *out, int32_t *n_out) {
+    if (!c || !seq_ids || !tokens || !out || !n_out)
         return tinfer_err_set(c ? &c->err : NULL, TINFER_ERR_INVALID_ARG,
                               "tinfer_decode_greedy: NULL %s",
-                              !c ? "context" : !out ? "out" : "n_out");
+                              !c          ? "context"
+                              : !seq_ids  ? "seq_ids"
+                              : !tokens   ? "tokens"
+                              : !out      ? "out"
+                                          : "n_out");
     tinfer_err *e = &c->err;
+    if (n < 1 || n > c->n_batch || n > c->n_seq_max)
+        return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
+                              "tinfer_decode_greedy: %d sequences (1 .. min(n_batch %d, "
+                              "n_seq_max %d))",
+                              (int)n, (int)c->n_batch, (int)c->n_seq_max);
+    for (int32_t i = 0; i < n; i++)
+        n_out[i] = 0;
     if (n_max < 1)
         return tinfer_err_set(e, TINFER_ERR_INVALID_ARG, "tinfer_decode_greedy: n_max %d < 1",
                               (int)n_max);
-    if (seq_id < 0 || seq_id >= c->n_seq_max)
-        return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
-                              "tinfer_decode_greedy: seq_id %d out of range [0, %d)", (int)seq_id,
-                              (int)c->n_seq_max);
-    if (token < 0 || token >= c->cfg->n_vocab)
-        return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
-                              "tinfer_decode_greedy: token id %d out of range [0, %d)",
-                              (int)token, (int)c->cfg->n_vocab);
-    if ((int64_t)c->seq_len[seq_id] + n_max > c->n_ctx)
-        return tinfer_err_set(e, TINFER_ERR_CONTEXT_FULL,
-                              "sequence %d would need %lld tokens but n_ctx is %d", (int)seq_id,
-                              (long long)c->seq_len[seq_id] + n_max, (int)c->n_ctx);
+    memset(c->seq_count, 0, (size_t)c->n_seq_max * sizeof(int32_t));
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t q = seq_ids[i];
+        if (q < 0 || q >= c->n_seq_max)
+            return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
+                                  "tinfer_decode_greedy: seq_id %d out of range [0, %d)", (int)q,
+                                  (int)c->n_seq_max);
+        if (c->seq_count[q]++)
+            return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
+                                  "tinfer_decode_greedy: sequence %d given twice", (int)q);
+        if (tokens[i] < 0 || tokens[i] >= c->cfg->n_vocab)
+            return tinfer_err_set(e, TINFER_ERR_INVALID_ARG,
+                                  "tinfer_decode_greedy: token id %d out of range [0, %d)",
+                                  (int)tokens[i], (int)c->cfg->n_vocab);
+        if ((int64_t)c->seq_len[q] + n_max > c->n_ctx)
+            return tinfer_err_set(e, TINFER_ERR_CONTEXT_FULL,
+                                  "sequence %d would need %lld tokens but n_ctx is %d", (int)q,
+                                  (long long)c->seq_len[q] + n_max, (int)c->n_ctx);
+    }
     c->n_last = 0; /* no logits or argmax after this call */
-    int32_t done = 0;
-    while (done < n_max) {
-        int32_t got = 0, more = n_max - done - 1;
-        if (more > c->n_batch - 1) more = c->n_batch - 1; /* the seam's bound: the rest next */
-        const tinfer_status rc = tinfer_llama_forward_greedy(c->ops, c->bc, c->cfg, c->w, &c->s,
-                                                             token, c->seq_len[seq_id], seq_id,
-                                                             more, out + done, &got, e);
-        if (rc != TINFER_OK) return rc; /* the steps before this call's stay (*n_out of them) */
-        for (int32_t i = 0; i < got; i++) {
-            c->seq_len[seq_id]++; /* the step fed a token */
-            c->n_steps++;
-            *n_out = ++done;
-            if (tinfer_token_is_eog(c->model, out[done - 1])) return TINFER_OK;
+    int32_t na = 0; /* the sequences still decoding, in the caller's order */
+    for (int32_t i = 0; i < n; i++) {
+        c->g_idx[na] = i;
+        c->g_tok[na] = tokens[i];
+        c->g_seq[na] = seq_ids[i];
+        na++;
+    }
+    int32_t done = 0; /* steps run: every active sequence has done picks */
+    while (na > 0 && done < n_max) {
+        /* steps to ask for after the first: the seam's bounds (backend.h) */
+        const int32_t cap = na == 1 ? c->n_batch - 1 : GREEDY_BATCH_STEPS - 1;
+        int32_t more = n_max - done - 1, got = 0;
+        if (more > cap) more = cap;
+        for (int32_t a = 0; a < na; a++)
+            c->g_pos[a] = c->seq_len[c->g_seq[a]];
+        const tinfer_status rc =
+            tinfer_llama_forward_greedy(c->ops, c->bc, c->cfg, c->w, &c->s, na, c->g_tok,
+                                        c->g_pos, c->g_seq, more, c->picks, &got, e);
+        if (rc != TINFER_OK) return rc; /* the steps before this call's stay (in n_out) */
+        /* step k's pick of sequence a: picks[k na + a]; a sequence that ends generation at step
+         * k keeps steps 0 .. k (the device may have run it further: its cache stops there) */
+        int32_t keep = 0;
+        for (int32_t a = 0; a < na; a++) {
+            const int32_t i = c->g_idx[a], q = c->g_seq[a];
+            bool eog = false;
+            for (int32_t k = 0; k < got && !eog; k++) {
+                const tinfer_token t = c->picks[(size_t)k * (size_t)na + (size_t)a];
+                out[(size_t)i * (size_t)n_max + (size_t)n_out[i]++] = t;
+                c->seq_len[q]++; /* the step fed a token */
+                eog = tinfer_token_is_eog(c->model, t);
+            }
+            if (eog) continue;
+            c->g_idx[keep] = i;
+            c->g_seq[keep] = q;
+            c->g_tok[keep] = out[(size_t)i * (size_t)n_max + (size_t)n_out[i] - 1];
+            keep++;
         }
-        token = out[done - 1];
+        na = keep;
+        done += got;
+        c->n_steps += got;
     }
     return TINFER_OK;
+}
+
+tinfer_status tinfer_decode_greedy(tinfer_context *c, int32_t seq_id, tinfer_token token,
+                                   int32_t n_max, tinfer_token *out, int32_t *n_out) {
+    if (n_out) *n_out = 0;
+    if (!n_out) /* the batch form's own check names it */
+        return tinfer_decode_greedy_batch(c, 1, &seq_id, &token, n_max, out, NULL);
+    return tinfer_decode_greedy_batch(c, 1, &seq_id, &token, n_max, out, n_out);
 }
 
 tinfer_status tinfer_context_get_stats(const tinfer_context *c, tinfer_context_stats *out) {
