@@ -360,7 +360,7 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
         cudaMalloc((void **)&c->mem, p->total) != cudaSuccess ||
         cudaMallocHost((void **)&c->h_logits, p->logits_bytes) != cudaSuccess ||
         cudaMallocHost((void **)&c->h_meta, p->meta_bytes) != cudaSuccess ||
-        cudaMallocHost((void **)&c->h_ids, (size_t)n_batch * sizeof(int32_t)) != cudaSuccess ||
+        cudaMallocHost((void **)&c->h_ids, p->ids_count * sizeof(int32_t)) != cudaSuccess ||
         cudaMalloc((void **)&c->bar, 2 * sizeof(uint32_t)) != cudaSuccess ||
         cudaMemset(c->bar, 0, 2 * sizeof(uint32_t)) != cudaSuccess) {
         cudaGetLastError();
@@ -534,11 +534,13 @@ static tinfer_status cuda_logits(void *cs, bool need_logits, const float **host_
     return TINFER_OK;
 }
 
-static tinfer_status cuda_greedy_steps(void *cs, int32_t n_more, int32_t *ids) {
+static tinfer_status cuda_greedy_steps(void *cs, int32_t n_more, int32_t *ids,
+                                       int32_t *n_steps) {
     cuda_ctx *c = cs;
     on_device(c->m);
-    const tinfer_status rc = tinfer_cuda_greedy_steps(c, n_more);
-    if (rc == TINFER_OK) memcpy(ids, c->h_ids, (size_t)(n_more + 1) * sizeof(int32_t));
+    const tinfer_status rc = tinfer_cuda_greedy_steps(c, n_more, n_steps);
+    if (rc == TINFER_OK)
+        memcpy(ids, c->h_ids, (size_t)*n_steps * (size_t)c->bp->n_out * sizeof(int32_t));
     return rc;
 }
 

@@ -100,7 +100,8 @@ typedef struct cuda_ctx {
     float *h_logits;    /* pinned host [n_logits, V] */
     bool logits_own;    /* logits was allocated apart from mem (after growing) */
     int32_t *h_meta;    /* pinned host staging of the metadata block */
-    int32_t *h_ids;     /* pinned host [n_batch]: each logits row's argmax */
+    int32_t *h_ids;     /* pinned host [plan.ids_count]: each logits row's argmax (greedy steps:
+                         * each step's) */
     /* h_logits / h_ids as the device addresses them (mapped pinned memory; NULL: not mapped).
      * The fused step writes its outputs there directly, so its step has no download: the
      * logits cross PCIe while the LM head is still being computed. */
@@ -174,10 +175,13 @@ static inline void *buf(cuda_ctx *c, tinfer_buf b) {
  * the logits rows. Asynchronous: cuda_logits synchronises. */
 tinfer_status tinfer_cuda_launch_step(cuda_ctx *c);
 
-/* The recorded one-token step as a fused kernel, then n_more more of them back to back, step k
- * reading its token from step k - 1's pick in device memory at position pos + k; the picks
- * into the pinned host ids [0 .. n_more] once all have run (backend_cuda_step.c).
- * TINFER_ERR_UNSUPPORTED, nothing launched, where the fused step does not apply. Waits. */
-tinfer_status tinfer_cuda_greedy_steps(cuda_ctx *c, int32_t n_more);
+/* Greedy steps (models/backend.h's greedy_steps; backend_cuda_step.c): the recorded decode step,
+ * every token of it a logits row, then up to n_more more, each fed the previous step's picks on
+ * the device, *n_steps of them; step k's picks into the pinned host ids [k n_out .. (k + 1)
+ * n_out) once all have run. One sequence as fused kernels back to back (step k's position
+ * uploaded with the step, up to n_batch - 1 more); several op by op or as graph replays with
+ * tinfer_op_cuda_greedy_feed between them (up to TINFER_CUDA_GREEDY_STEPS in all).
+ * TINFER_ERR_UNSUPPORTED, nothing launched, where neither applies. Waits. */
+tinfer_status tinfer_cuda_greedy_steps(cuda_ctx *c, int32_t n_more, int32_t *n_steps);
 
 #endif

@@ -479,16 +479,11 @@ static tinfer_status run_fused_step(cuda_ctx *c) {
     return rc;
 }
 
-tinfer_status tinfer_cuda_greedy_steps(cuda_ctx *c, int32_t n_more) {
+/* One sequence: fused steps back to back, step k's position uploaded beforehand into the
+ * metadata block's unused tail, its token read from step k - 1's pick. */
+static tinfer_status greedy_fused(cuda_ctx *c, int32_t n_more) {
     const tinfer_cuda_ctx_plan *p = &c->plan;
-    const tinfer_batch_plan *bp = c->bp;
-    if (n_more < 0 || n_more >= c->n_batch || bp->n != 1 || bp->n_out != 1)
-        return TINFER_ERR_UNSUPPORTED; /* the positions below live in the step's metadata */
-    const int32_t len0 = c->max_dec_len, max_len = len0 + n_more;
-    c->max_dec_len = max_len; /* the last step's keys: fused_ok checks the kernel takes them */
-    const bool ok = fused_ok(c);
-    c->max_dec_len = len0;
-    if (!ok) return TINFER_ERR_UNSUPPORTED;
+    const int32_t max_len = c->max_dec_len + n_more;
     /* positions pos + 1 .. pos + n_more after the step's own (an unused tail of the block) */
     int32_t *h = c->h_meta + p->m_pos;
     for (int32_t k = 1; k <= n_more; k++)
@@ -515,9 +510,74 @@ tinfer_status tinfer_cuda_greedy_steps(cuda_ctx *c, int32_t n_more) {
                 cudaMemcpyAsync(c->h_ids, d_ids, (size_t)(n_more + 1) * sizeof(int32_t),
                                 cudaMemcpyDeviceToHost, c->stream),
                 "downloading the greedy picks");
+    return rc;
+}
+
+/* Several sequences: the step as it runs alone (op by op, or its graph), and after each step
+ * tinfer_op_cuda_greedy_feed, which saves the step's picks (ids[0 .. n), written by the step's
+ * argmax) to ids[(k + 1) n ..] and writes them into the metadata as the next step's tokens, one
+ * position further. The decode attention's key ranges
+ * are cut once, for the last step's length, so every step replays the same graph. */
+static tinfer_status greedy_op_by_op(cuda_ctx *c, int32_t steps) {
+    const tinfer_cuda_ctx_plan *p = &c->plan;
+    const int32_t n = c->bp->n;
+    int32_t *d_ids = (int32_t *)(c->mem + p->ids);
+    c->max_dec_len += steps - 1;
+    tinfer_status rc = tinfer_op_cuda_attention_decode_split(
+        &c->kv, c->n_dec, c->max_dec_len, (float *)(c->mem + p->ws), p->ws_bytes, &c->dec_chunk,
+        &c->dec_split, &c->err);
+    c->want_logits = false;
+    int32_t *h_ids_dev = c->h_ids_dev; /* a fused step (cuda_fused_decode = 1) picks into d_ids */
+    c->h_ids_dev = NULL;
+    int32_t kernels = 0;
+    for (int32_t k = 0; k < steps && rc == TINFER_OK; k++) {
+        rc = tinfer_cuda_launch_step(c);
+        kernels = c->last_kernels;
+        if (rc == TINFER_OK)
+            rc = tinfer_op_cuda_greedy_feed(meta_dev(c, p->m_tok), meta_dev(c, p->m_pos),
+                                            meta_dev(c, p->m_out), d_ids,
+                                            d_ids + (size_t)(k + 1) * (size_t)n, n, k + 1 < steps,
+                                            c->stream, &c->err);
+    }
+    c->h_ids_dev = h_ids_dev;
+    c->step_to_host = false;
+    c->last_kernels = kernels + 1; /* a step's, and the feed */
+    if (rc == TINFER_OK)
+        CUDA_OK(&c->err,
+                cudaMemcpyAsync(c->h_ids, d_ids + n, (size_t)steps * (size_t)n * sizeof(int32_t),
+                                cudaMemcpyDeviceToHost, c->stream),
+                "downloading the greedy picks");
+    return rc;
+}
+
+tinfer_status tinfer_cuda_greedy_steps(cuda_ctx *c, int32_t n_more, int32_t *n_steps) {
+    const tinfer_batch_plan *bp = c->bp;
+    *n_steps = 0;
+    if (n_more < 0 || bp->n < 1 || bp->n_out != bp->n || !decode_step(c) || c->vals)
+        return TINFER_ERR_UNSUPPORTED;
+    for (int32_t i = 0; i < c->n_cmds; i++)
+        if (c->cmds[i].kind == CMD_ALLREDUCE) return TINFER_ERR_UNSUPPORTED;
+    const int32_t len0 = c->max_dec_len;
+    int32_t steps = 1 + n_more;
+    if (steps > c->n_batch) steps = c->n_batch; /* the fused steps' positions: the metadata */
+    /* One sequence: the fused kernel for every step if it takes the last step's keys (else for
+     * the op-by-op path's fewer steps, if it takes those). */
+    bool fused = false;
+    for (int pass = 0; bp->n == 1 && pass < 2 && !fused; pass++) {
+        if (pass == 1 && steps > TINFER_CUDA_GREEDY_STEPS) steps = TINFER_CUDA_GREEDY_STEPS;
+        c->max_dec_len = len0 + steps - 1;
+        fused = fused_ok(c);
+        c->max_dec_len = len0;
+    }
+    /* one sequence that does not run fused: UNSUPPORTED, the runtime steps it a token at a
+     * time; the queued op-by-op steps serve several sequences */
+    if (!fused && bp->n == 1) return TINFER_ERR_UNSUPPORTED;
+    if (!fused && steps > TINFER_CUDA_GREEDY_STEPS) steps = TINFER_CUDA_GREEDY_STEPS;
+    const tinfer_status rc = fused ? greedy_fused(c, steps - 1) : greedy_op_by_op(c, steps);
     const cudaError_t e = cudaStreamSynchronize(c->stream);
     if (rc != TINFER_OK) return rc;
     CUDA_OK(&c->err, e, "the greedy steps' kernels");
+    *n_steps = steps;
     return TINFER_OK;
 }
 

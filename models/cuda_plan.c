@@ -64,7 +64,10 @@ bool tinfer_cuda_ctx_plan_make(const tinfer_llama_config *cfg, int32_t n_seq, in
     if (!mul3((size_t)n_logits, V, 4, &logits)) return false;
     TAKE(logits, logits);
     p->logits_bytes = align_up(logits);
-    TAKE(ids, nb * 4);
+    p->ids_count = nb > (size_t)(TINFER_CUDA_GREEDY_STEPS + 1) * (size_t)n_seq
+                       ? nb
+                       : (size_t)(TINFER_CUDA_GREEDY_STEPS + 1) * (size_t)n_seq;
+    TAKE(ids, p->ids_count * 4);
     p->max_tiles = tinfer_cuda_max_attn_tiles(n_batch, n_seq, attn_tile);
     p->m_tok = 0;
     p->m_pos = nb;

@@ -25,6 +25,10 @@
 
 #define TINFER_CUDA_ALIGN 256 /* every buffer starts on a 256-byte boundary (TMA, 16-B vectors) */
 
+/* Greedy steps of several sequences the backend queues at once, op by op
+ * (tinfer_cuda_greedy_steps): their picks fit the ids buffer. */
+#define TINFER_CUDA_GREEDY_STEPS 16
+
 /* Bytes of the weights on the device (BF16, aligned tensors). */
 size_t tinfer_cuda_weight_bytes(const tinfer_llama_config *cfg, bool qkv_bias, bool o_bias);
 
@@ -41,6 +45,8 @@ typedef struct tinfer_cuda_ctx_plan {
     size_t logits_bytes; /* device logits (the pinned host copy is the same size again) */
     size_t meta_bytes;   /* the step's int32 metadata, uploaded in one copy */
     size_t ws_bytes;     /* split-KV attention workspace */
+    size_t ids_count;    /* int32 argmax ids: n_batch, and the picks of the queued greedy steps
+                          * of n_seq sequences, (TINFER_CUDA_GREEDY_STEPS + 1) n_seq */
     size_t total;        /* device bytes */
     /* the metadata block: int32 element offsets from `meta` */
     size_t m_tok, m_pos, m_seq, m_out, m_tiles, m_dec, m_count;

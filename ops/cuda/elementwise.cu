@@ -23,6 +23,9 @@
  *          single SM's bandwidth (about 4 us for a 128k-entry row, estimated, not measured); a
  *          two-pass split would fix that if it shows in a profile.
  * cast     grid-stride, float4 in / 8-byte out when both pointers allow it.
+ * greedy_feed  one thread per sequence: the picks of a queued greedy step saved, and fed to the
+ *          next step's metadata (reference: the runtime's loop over tinfer_decode +
+ *          tinfer_get_argmax, runtime/context.c).
  */
 #include "gemm/cuda/cuda_check.h"
 #include "ops/cuda/ops_cuda.h"
@@ -292,6 +295,38 @@ extern "C" tinfer_status tinfer_op_cuda_argmax_val(int32_t *ids, float *vals,
         TOPS_LAUNCH(err, "argmax_kernel", vec ? argmax_kernel<true> : argmax_kernel<false>, n_out,
                     ARGMAX_THREADS, 0, stream, ids, vals, logits, V, ld);
     }
+cleanup:
+    return status;
+}
+
+/* ---- greedy_feed ---- */
+
+static __global__ void greedy_feed_kernel(int32_t *__restrict__ tok, int32_t *__restrict__ pos,
+                                          const int32_t *__restrict__ out_rows,
+                                          const int32_t *__restrict__ ids,
+                                          int32_t *__restrict__ save, int32_t n, bool feed) {
+    tops_pdl_enter();
+    const int32_t j = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (j >= n) return;
+    const int32_t id = ids[j];
+    save[j] = id;
+    if (feed) {
+        tok[out_rows[j]] = id;
+        pos[j] += 1;
+    }
+}
+
+extern "C" tinfer_status tinfer_op_cuda_greedy_feed(int32_t *tok, int32_t *pos,
+                                                    const int32_t *out_rows, const int32_t *ids,
+                                                    int32_t *save, int32_t n, bool feed,
+                                                    cudaStream_t stream, tinfer_err *err) {
+    tinfer_status status = TINFER_OK;
+    TOPS_REQUIRE(err, n >= 0, "greedy_feed", "n %d < 0", n);
+    if (n == 0) return TINFER_OK;
+    TOPS_REQUIRE(err, ids && save && (!feed || (tok && pos && out_rows)), "greedy_feed",
+                 "NULL pointer");
+    TOPS_LAUNCH(err, "greedy_feed_kernel", greedy_feed_kernel, (n + 127) / 128, 128, 0, stream,
+                tok, pos, out_rows, ids, save, n, feed);
 cleanup:
     return status;
 }

@@ -160,6 +160,14 @@ tinfer_status tinfer_op_cuda_argmax_val(int32_t *ids, float *vals, const float *
                                         int32_t n_out, int32_t V, int64_t ld, cudaStream_t stream,
                                         tinfer_err *err);
 
+/* Between two queued greedy decode steps of n sequences (every token of the step a logits row,
+ * the step's metadata on the device; models/backend_cuda_step.c): ids[0 .. n) are the step's
+ * picks of logits rows 0 .. n - 1. Saves them, save[j] = ids[j], and when feed, makes them the
+ * next step's tokens at the next positions: tok[out_rows[j]] = ids[j], pos[r] += 1 for r < n. */
+tinfer_status tinfer_op_cuda_greedy_feed(int32_t *tok, int32_t *pos, const int32_t *out_rows,
+                                         const int32_t *ids, int32_t *save, int32_t n, bool feed,
+                                         cudaStream_t stream, tinfer_err *err);
+
 /* out[i] = bf16(in[i]), i < count (round to nearest even, NaN stays NaN). */
 tinfer_status tinfer_op_cuda_cast_f32_bf16(uint16_t *out, const float *in, int64_t count,
                                            cudaStream_t stream, tinfer_err *err);
