@@ -13,9 +13,11 @@
  *   tgN      N single-token steps of one sequence from an empty cache: N / time
  *   tgN@bB   B sequences (16-token prompts first, not timed), then N steps of one token per
  *            sequence, all B in each step (M = B): aggregate B * N / time
- *   tgN-gK   (--greedy K) tgN as greedy decoding through tinfer_decode_greedy, K steps a call
- *            (each step fed the previous one's pick; where the backend can, queued on the
- *            device with no host round trip between them): N / time
+ *   tgN-gK, tgN@bB-gK  (--greedy K) tgN as greedy decoding through tinfer_decode_greedy (B
+ *            sequences: tinfer_decode_greedy_batch, after their prompts), K steps a call (each
+ *            step fed the previous one's picks; where the backend can, queued on the device with
+ *            no host round trip between them; a sequence whose pick ends generation is fed
+ *            it in the next call): B * N / time
  *   tgN@bB-argmax, tgN-argmax  (--argmax) the decode steps ask each sequence for its most
  *            likely token only (tinfer_batch.logits 2), as greedy decoding does: on the GPU one
  *            id a sequence comes to the host instead of n_vocab logits (at 64 SmolLM2 sequences
@@ -148,7 +150,8 @@ typedef struct bench {
     int graphs; /* tinfer_context_params.cuda_graphs */
     int fused;  /* tinfer_context_params.cuda_fused_decode */
     int micro;  /* tinfer_context_params.cuda_micro_batches */
-    int greedy; /* > 0: one sequence's tg through tinfer_decode_greedy, this many steps a call */
+    int greedy; /* > 0: tg through tinfer_decode_greedy(_batch), this many steps a call */
+    int32_t *n_out; /* [batch] tinfer_decode_greedy_batch's picks a sequence */
     int argmax; /* 1: decode steps ask for the argmax only (tinfer_batch.logits 2) */
 } bench;
 
@@ -189,6 +192,24 @@ static double run_once(bench *b, tinfer_context *ctx, char kind, int32_t tokens,
         if (tinfer_decode(ctx, &bt) != TINFER_OK) return -1;
         base = BATCH_PROMPT;
     }
+    if (b->greedy > 0) { /* batched greedy: each sequence's prompt pick first, then the calls */
+        tinfer_token *first = b->tok + (size_t)batch * BATCH_PROMPT, *out = first + batch;
+        for (int32_t s = 0; s < batch; s++) {
+            first[s] = tinfer_get_argmax(ctx, s * BATCH_PROMPT + BATCH_PROMPT - 1);
+            b->seq[s] = s;
+        }
+        const double t0 = now_s();
+        for (int32_t done = 0; done < tokens;) {
+            const int32_t k = tokens - done < b->greedy ? tokens - done : b->greedy;
+            if (tinfer_decode_greedy_batch(ctx, batch, b->seq, first, k, out, b->n_out) !=
+                TINFER_OK)
+                return -1;
+            for (int32_t s = 0; s < batch; s++) /* after an end-of-generation pick too */
+                first[s] = out[(size_t)s * k + (size_t)b->n_out[s] - 1];
+            done += k;
+        }
+        return now_s() - t0;
+    }
     double t0 = now_s();
     for (int32_t step = 0; step < tokens; step++) {
         for (int32_t s = 0; s < batch; s++) {
@@ -216,6 +237,11 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
         snprintf(r->name, sizeof r->name, "tg%d-g%d", (int)tokens, b->greedy);
     else if (batch == 1)
         snprintf(r->name, sizeof r->name, "tg%d%s", (int)tokens, sfx);
+    else if (b->greedy > 0 && b->micro > 0)
+        snprintf(r->name, sizeof r->name, "tg%d@b%d-g%d-m%d", (int)tokens, (int)batch, b->greedy,
+                 b->micro);
+    else if (b->greedy > 0)
+        snprintf(r->name, sizeof r->name, "tg%d@b%d-g%d", (int)tokens, (int)batch, b->greedy);
     else if (b->micro > 0) /* an explicit --micro: the rows say which */
         snprintf(r->name, sizeof r->name, "tg%d@b%d-m%d%s", (int)tokens, (int)batch, b->micro, sfx);
     else
@@ -333,8 +359,8 @@ static void usage(void) {
         "                         there are: left out); on the CPU the shards run one after\n"
         "                         another (a check of the split, not faster)\n"
         "  --gpus 0,1,...         CUDA devices, one per shard (default 0, 1, ...)\n"
-        "  --greedy K             one sequence's decode tests as greedy decoding through\n"
-        "                         tinfer_decode_greedy, K steps a call (rows tgN-gK)\n"
+        "  --greedy K             decode tests as greedy decoding through tinfer_decode_greedy\n"
+        "                         (_batch), K steps a call (rows tgN-gK, tgN@bB-gK)\n"
         "  --argmax               decode steps ask each sequence for its most likely token\n"
         "                         only, as greedy decoding does (one id a sequence to the host\n"
         "                         instead of its logits; rows tgN-argmax, tgN@bB-argmax)\n"
@@ -584,6 +610,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n_batch; i++)
         max_tok = batches[i] * BATCH_PROMPT > max_tok ? batches[i] * BATCH_PROMPT : max_tok;
     if (greedy > max_tok) max_tok = greedy; /* a tinfer_decode_greedy call's picks */
+    int32_t max_b = 1;
+    for (int i = 0; i < n_batch; i++)
+        max_b = batches[i] > max_b ? batches[i] : max_b;
+    /* batched greedy: the prompts, then each sequence's first token and a call's picks */
+    const int32_t greedy_tok = max_b * (BATCH_PROMPT + 1 + (greedy > 0 ? greedy : 0));
+    if (greedy_tok > max_tok) max_tok = greedy_tok;
+    b.n_out = malloc((size_t)max_b * sizeof *b.n_out);
     b.tok = malloc((size_t)max_tok * sizeof *b.tok);
     b.pos = malloc((size_t)max_tok * sizeof *b.pos);
     b.seq = malloc((size_t)max_tok * sizeof *b.seq);
@@ -599,7 +632,7 @@ int main(int argc, char **argv) {
     snprintf(desc, sizeof desc, "%s", tinfer_model_desc(b.model));
     const double n_params = (double)tinfer_model_n_params(b.model);
     const int64_t wbytes = tinfer_model_weight_bytes(b.model);
-    if (!b.tok || !b.pos || !b.seq || !b.want || !res) {
+    if (!b.tok || !b.pos || !b.seq || !b.want || !b.n_out || !res) {
         fail("out of memory");
         goto done;
     }
@@ -660,6 +693,7 @@ int main(int argc, char **argv) {
     rc = png ? bench_write_pngs(png, desc, n_params, (double)wbytes, &pk, res, n_res) : 0;
 done:
     free(b.tok);
+    free(b.n_out);
     free(b.pos);
     free(b.seq);
     free(b.want);

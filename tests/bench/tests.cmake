@@ -4,8 +4,9 @@
 #  - bench_cli: every test kind on the tiny fixture, JSON out (the batched decode test named).
 #  - bench_random: tinfer-bench --random-weights on the config-only directory, CSV out.
 #  - bench_tp: --tp 1,2: each test once per value (json field tp; the 2-shard rows' route).
-#  - bench_greedy: --greedy 3: the one-sequence decode test through tinfer_decode_greedy, 3
-#    steps a call (row tg8-g3, 8 tokens: two full calls and one of 2).
+#  - bench_greedy: --greedy 3: the decode tests through tinfer_decode_greedy (one sequence) and
+#    tinfer_decode_greedy_batch (two), 3 steps a call (rows tg8-g3 and tg8@b2-g3, 8 tokens: two
+#    full calls and one of 2).
 #  - bench_argmax: --argmax: the decode tests ask for each sequence's argmax only (rows
 #    tg4-argmax and tg4@b2-argmax).
 #  - bench_micro: --micro 2 names its batched rows (tg4@b2-m2-argmax); --micro 5 is refused.
@@ -33,9 +34,9 @@ add_test(NAME bench_tp COMMAND tinfer-bench -m ${PROJECT_SOURCE_DIR}/tests/model
 set_tests_properties(bench_tp PROPERTIES PASS_REGULAR_EXPRESSION
                      "\"test\": \"pp16\".*\"tp\": 1}.*\"test\": \"tg2\".*\"route\": \"tp 2: [^\"]*\".*\"tp\": 2}")
 add_test(NAME bench_greedy COMMAND tinfer-bench -m ${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama
-                                   -p 0 -n 8 -r 2 -o json --no-peak --greedy 3)
+                                   -p 0 -n 8 --batch 1,2 -r 2 -o json --no-peak --greedy 3)
 set_tests_properties(bench_greedy PROPERTIES PASS_REGULAR_EXPRESSION
-                     "\"test\": \"tg8-g3\", \"n_prompt\": 0, \"n_gen\": 8, \"batch\": 1, \"avg_ts\": [1-9]")
+                     "\"test\": \"tg8-g3\", \"n_prompt\": 0, \"n_gen\": 8, \"batch\": 1, \"avg_ts\": [1-9].*\"test\": \"tg8@b2-g3\", \"n_prompt\": 0, \"n_gen\": 8, \"batch\": 2, \"avg_ts\": [1-9]")
 add_test(NAME bench_argmax COMMAND tinfer-bench -m ${PROJECT_SOURCE_DIR}/tests/model/fixtures/tiny-llama
                                    -p 0 -n 4 --batch 1,2 -r 1 -o json --no-peak --argmax)
 set_tests_properties(bench_argmax PROPERTIES PASS_REGULAR_EXPRESSION

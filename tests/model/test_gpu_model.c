@@ -13,6 +13,8 @@
  *   3. greedy tokens: 16 tokens from a 5-token prompt, identical on both backends;
  *   4. batched decode: 4 sequences of different prompt lengths decoded together (M = 4 every
  *      step) give each sequence the tokens it gets decoded alone, on the GPU.
+ *   4b. tinfer_decode_greedy_batch of the same 4 sequences (15 steps queued in one call, the
+ *      picks fed on the device between graph replays) gives each the tokens it gets alone.
  *   1b. the fused decode step (cuda_fused_decode = 1, ops/cuda/decode_step.cu) against the
  *      op-by-op path on the same tokens; it must have run for every decode step.
  *   5. the default context (cuda_fused_decode < 0: one sequence's decode steps fused) gives
@@ -26,7 +28,7 @@
  *      two concurrent chains of 12 (cuda_micro_batches = 2; split in each chain) and 11 as
  *      three of 3-4 (decode GEMVs, the RMSNorm inside rung 08; every third row without logits):
  *      every chain ran a whole step.
- *   In 3 and 4 two runs may part at a step whose top two logits are a tie within the bound
+ *   In 3, 4 and 4b two runs may part at a step whose top two logits are a tie within the bound
  *   below (random weights make such steps common; the kernels for M = 1 and M = 4 sum in
  *   different orders): the test prints where, and fails on any other difference.
  * Tolerance: the GPU rounds every GEMM input (normed activations, attention output, SwiGLU
@@ -315,6 +317,58 @@ int main(int argc, char **argv) {
             CHECK(same_until_tie(gg[s], gb[s], gap[s], N_GREEDY, what),
                   "sequence %d: batched decode differs from alone at a step that was no tie",
                   (int)s);
+        }
+        { /* 4b. the 4 sequences' greedy steps queued on the device in one call
+           * (tinfer_decode_greedy_batch: op by op, each step's graph replayed with the picks fed
+           * on the device), given out of sequence order: each = decoded alone */
+            enum { NQ = N_GREEDY - 1 };
+            tinfer_seq_clear(cg, -1);
+            tinfer_token bt[64], first[4], out[4 * NQ];
+            int32_t pos[64], seq[64], n = 0, last[4], n_out[4];
+            int8_t want[64];
+            for (int32_t s = 0; s < 4; s++)
+                for (int32_t i = 0; i < plen[s]; i++, n++) {
+                    bt[n] = tok[s + i], pos[n] = i, seq[n] = s;
+                    want[n] = i == plen[s] - 1 ? 2 : 0;
+                    if (want[n]) last[s] = n;
+                }
+            tinfer_batch b = {n, bt, pos, seq, want};
+            CHECK(tinfer_decode(cg, &b) == TINFER_OK, "batched prefill (argmax only)");
+            const int32_t order[4] = {2, 0, 3, 1};
+            for (int32_t i = 0; i < 4; i++)
+                first[i] = tinfer_get_argmax(cg, last[order[i]]);
+            tinfer_context_stats q0 = {0}, q1 = {0};
+            tinfer_context_get_stats(cg, &q0);
+            const tinfer_status qs =
+                tinfer_decode_greedy_batch(cg, 4, order, first, NQ, out, n_out);
+            tinfer_context_get_stats(cg, &q1);
+            CHECK(qs == TINFER_OK, "decode_greedy_batch: %s", tinfer_context_last_error(cg));
+            for (int32_t i = 0; qs == TINFER_OK && i < 4; i++) {
+                const int32_t s = order[i];
+                tinfer_token gq[N_GREEDY];
+                gq[0] = first[i];
+                for (int32_t k = 0; k < NQ; k++)
+                    gq[k + 1] = k < n_out[i] ? out[i * NQ + k] : -1;
+                char what[64];
+                snprintf(what, sizeof what, "sequence %d decode_greedy_batch vs alone", (int)s);
+                /* a pick that ends generation stops the sequence early: compare what it made */
+                const bool eog = n_out[i] < NQ && n_out[i] > 0 &&
+                                 tinfer_token_is_eog(g, out[i * NQ + n_out[i] - 1]);
+                CHECK(n_out[i] == NQ || eog, "sequence %d: decode_greedy_batch made %d of %d "
+                      "picks without ending generation", (int)s, (int)n_out[i], (int)NQ);
+                CHECK(same_until_tie(gg[s], gq, gap[s], 1 + n_out[i], what),
+                      "sequence %d: decode_greedy_batch differs from alone at a step that was "
+                      "no tie", (int)s);
+                CHECK(tinfer_seq_len(cg, s) == plen[s] + n_out[i], "sequence %d holds %d "
+                      "tokens after decode_greedy_batch, expected %d", (int)s,
+                      (int)tinfer_seq_len(cg, s), (int)(plen[s] + n_out[i]));
+            }
+            printf("  decode_greedy_batch: %lld steps, %lld graph replays\n",
+                   (long long)(q1.steps - q0.steps),
+                   (long long)(q1.graph_replays - q0.graph_replays));
+            CHECK(q1.graph_replays - q0.graph_replays >= NQ - 2, "decode_greedy_batch replayed "
+                  "%lld graphs in %d steps", (long long)(q1.graph_replays - q0.graph_replays),
+                  (int)NQ);
         }
         { /* 5. the default context, one sequence at a time */
             tinfer_context *cd = context(g, 1, tinfer_context_default_params().cuda_fused_decode);

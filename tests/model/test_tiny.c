@@ -62,6 +62,23 @@ static int32_t argmax(const float *x, int32_t n) {
     return b;
 }
 
+/* Greedy decoding of sequence 0 of c, one tinfer_decode a step: t fed at position pos0, then
+ * each pick, at most n_max picks into out; stops after a pick that ends generation. Returns the
+ * picks, -1 on error. */
+static int32_t greedy_ref(tinfer_context *c, const tinfer_model *m, tinfer_token t, int32_t pos0,
+                          int32_t n_max, tinfer_token *out) {
+    int32_t n = 0, sq = 0;
+    while (n < n_max) {
+        int32_t pos = pos0 + n;
+        int8_t want = 2;
+        tinfer_batch one = {1, &t, &pos, &sq, &want};
+        if (tinfer_decode(c, &one) != TINFER_OK) return -1;
+        t = out[n++] = tinfer_get_argmax(c, 0);
+        if (tinfer_token_is_eog(m, t)) break;
+    }
+    return n;
+}
+
 static tinfer_context *new_ctx(tinfer_model *m, int32_t n_seq) {
     tinfer_context_params cp = tinfer_context_default_params();
     cp.n_ctx = 128;
@@ -282,6 +299,78 @@ int main(int argc, char **argv) {
           "decode_greedy: %d tokens past a context of 128 holding %d not refused", 128 - len + 1,
           (int)len);
     tinfer_context_free(c);
+
+    /* 6b. several sequences' greedy steps in one call (tinfer_decode_greedy_batch) = each one's
+     * greedy decoding alone, step by step: the prompt's sequence fed HF's first greedy token,
+     * and two from an empty cache, one fed a token whose greedy continuation ends generation
+     * within a few steps (the first such token of the vocabulary): it must stop there, with its
+     * cache holding what it was fed, while the others go on. The call's sequences are not in
+     * sequence order. */
+    {
+        enum { NB = 3, NMAX = 20 };
+        tinfer_context *r = new_ctx(m, 1);
+        tinfer_token chain[NMAX], t_eog = -1;
+        int32_t eog_base = 0; /* from an empty cache, else after the prompt */
+        for (int pass = 0; pass < 2 && t_eog < 0; pass++)
+            for (tinfer_token t = 0; t < V && t_eog < 0; t++) {
+                tinfer_seq_clear(r, 0);
+                if (pass && run_seq(r, 0, 0, ids, n_prompt, n_prompt, tbt, V)) return 1;
+                const int32_t k = greedy_ref(r, m, t, pass ? n_prompt : 0, NMAX - 2, chain);
+                CHECK(k > 0, "greedy reference: %s", tinfer_context_last_error(r));
+                if (k > 0 && tinfer_token_is_eog(m, chain[k - 1]))
+                    t_eog = t, eog_base = pass ? n_prompt : 0;
+            }
+        CHECK(t_eog >= 0, "no token of the vocabulary leads greedy decoding to an end-of-generation "
+              "token within %d steps: the early stop below would go untested", NMAX - 2);
+        const int32_t seq_ids[NB] = {2, 0, 1};
+        const tinfer_token toks[NB] = {(t_eog + 1) % V, greedy[0], t_eog < 0 ? 0 : t_eog};
+        const int32_t base[NB] = {0, n_prompt, eog_base}; /* each sequence's cached prompt */
+        tinfer_token ref[NB][NMAX], out[NB * NMAX];
+        int32_t n_ref[NB], n_out[NB];
+        for (int32_t i = 0; i < NB; i++) { /* alone, in r's sequence 0 */
+            tinfer_seq_clear(r, 0);
+            if (base[i] && run_seq(r, 0, 0, ids, n_prompt, n_prompt, tbt, V)) return 1;
+            n_ref[i] = greedy_ref(r, m, toks[i], base[i], NMAX, ref[i]);
+        }
+        tinfer_context *cb = new_ctx(m, NB);
+        for (int32_t i = 0; i < NB; i++)
+            if (base[i] && run_seq(cb, seq_ids[i], 0, ids, n_prompt, n_prompt, tbt, V)) return 1;
+        rc = tinfer_decode_greedy_batch(cb, NB, seq_ids, toks, NMAX, out, n_out);
+        CHECK(rc == TINFER_OK, "decode_greedy_batch: %s", tinfer_context_last_error(cb));
+        for (int32_t i = 0; rc == TINFER_OK && i < NB; i++) {
+            CHECK(n_out[i] == n_ref[i], "decode_greedy_batch: sequence %d made %d picks, alone %d",
+                  (int)seq_ids[i], (int)n_out[i], (int)n_ref[i]);
+            for (int32_t k = 0; k < n_out[i] && k < n_ref[i]; k++)
+                CHECK(out[i * NMAX + k] == ref[i][k], "decode_greedy_batch: sequence %d pick %d: "
+                      "%d, alone %d", (int)seq_ids[i], (int)k, (int)out[i * NMAX + k],
+                      (int)ref[i][k]);
+            CHECK(tinfer_seq_len(cb, seq_ids[i]) == base[i] + n_out[i], "decode_greedy_batch: "
+                  "sequence %d holds %d tokens, expected %d", (int)seq_ids[i],
+                  (int)tinfer_seq_len(cb, seq_ids[i]), (int)(base[i] + n_out[i]));
+        }
+        CHECK(n_ref[2] < NMAX && n_ref[0] + n_ref[1] > 2 * n_ref[2], "decode_greedy_batch: the "
+              "early stop (%d picks) is not shorter than the other sequences' (%d, %d)",
+              (int)n_ref[2], (int)n_ref[0], (int)n_ref[1]);
+        printf("decode_greedy_batch: 3 sequences, %d / %d / %d picks (one ending generation) "
+               "equal to each decoded alone\n", (int)n_out[0], (int)n_out[1], (int)n_out[2]);
+        /* refused, nothing run: a sequence twice, no sequence, more than n_seq_max, NULL */
+        const int32_t dup[2] = {1, 1}, lens[NB] = {tinfer_seq_len(cb, 0), tinfer_seq_len(cb, 1),
+                                                   tinfer_seq_len(cb, 2)};
+        int32_t n2[4];
+        CHECK(tinfer_decode_greedy_batch(cb, 2, dup, toks, 1, out, n2) == TINFER_ERR_INVALID_ARG,
+              "decode_greedy_batch: a sequence given twice accepted");
+        CHECK(tinfer_decode_greedy_batch(cb, 0, seq_ids, toks, 1, out, n2) ==
+                  TINFER_ERR_INVALID_ARG, "decode_greedy_batch: 0 sequences accepted");
+        CHECK(tinfer_decode_greedy_batch(cb, 4, seq_ids, toks, 1, out, n2) ==
+                  TINFER_ERR_INVALID_ARG, "decode_greedy_batch: 4 sequences of n_seq_max 3 accepted");
+        CHECK(tinfer_decode_greedy_batch(cb, NB, seq_ids, NULL, 1, out, n2) ==
+                  TINFER_ERR_INVALID_ARG, "decode_greedy_batch: NULL tokens accepted");
+        for (int32_t q = 0; q < NB; q++)
+            CHECK(tinfer_seq_len(cb, q) == lens[q], "decode_greedy_batch: a refused call changed "
+                  "sequence %d", (int)q);
+        tinfer_context_free(cb);
+        tinfer_context_free(r);
+    }
 
     tinfer_model_free(m);
     free(pre);

@@ -1,6 +1,6 @@
 /*
  * test_ops_cuda.cu — the CUDA ops (ops/cuda/ops_cuda.h) against their CPU references (ops/ref/)
- * on the same inputs: embed, rmsnorm (with the row gather), rope_kv, argmax, cast here;
+ * on the same inputs: embed, rmsnorm (with the row gather), rope_kv, argmax, greedy_feed, cast here;
  * attention (prefill and decode) in test_ops_cuda_attn.cu.
  *
  * Inputs are random (seeded xorshift, seed printed), never exactly zero, rounded to BF16 where the
@@ -392,6 +392,40 @@ static void test_cast(int64_t count, size_t off) {
     di.free_(), dout.free_();
 }
 
+/* ---- greedy_feed: exact, against the runtime's rule (tinfer_op_cuda_greedy_feed) ---- */
+static void test_greedy_feed(int32_t n, bool feed) {
+    char label[64];
+    snprintf(label, sizeof label, "greedy_feed n=%d feed=%d", n, (int)feed);
+    std::vector<int32_t> tok((size_t)n), pos((size_t)n), rows((size_t)n), ids((size_t)n);
+    for (int32_t j = 0; j < n; j++) {
+        tok[j] = (int32_t)(rnd_u32() % 50000u);
+        pos[j] = (int32_t)(rnd_u32() % 4000u);
+        ids[j] = (int32_t)(rnd_u32() % 50000u);
+        rows[j] = j;
+    }
+    for (int32_t j = n - 1; j > 0; j--) /* out_rows: a permutation, as the plan's sort makes */
+        std::swap(rows[j], rows[rnd_u32() % (uint32_t)(j + 1)]);
+    dbuf<int32_t> dt, dp, dr, di, ds;
+    dt.alloc(tok.size(), 0, 0), dp.alloc(pos.size(), 0, 0), dr.alloc(rows.size(), 0, 0);
+    di.alloc(ids.size(), 0, 0), ds.alloc(ids.size(), -7, 0);
+    dt.put(tok), dp.put(pos), dr.put(rows), di.put(ids);
+    CKT(tinfer_op_cuda_greedy_feed(dt.p, dp.p, dr.p, di.p, ds.p, n, feed, g_stream, &e_));
+    CK(cudaStreamSynchronize(g_stream));
+    const std::vector<int32_t> t2 = dt.get(), p2 = dp.get(), s2 = ds.get(), i2 = di.get();
+    int bad = dt.guards_ok(label) | dp.guards_ok(label) | ds.guards_ok(label);
+    for (int32_t j = 0; j < n && !bad; j++) {
+        const int32_t want_tok = feed ? ids[j] : tok[rows[j]];
+        if (s2[j] != ids[j] || i2[j] != ids[j] || t2[rows[j]] != want_tok ||
+            p2[j] != pos[j] + (feed ? 1 : 0)) {
+            printf("  %s: row %d: save %d tok %d pos %d (ids %d, pos was %d)\n", label, (int)j,
+                   (int)s2[j], (int)t2[rows[j]], (int)p2[j], (int)ids[j], (int)pos[j]);
+            bad = 1;
+        }
+    }
+    verdict(label, bad);
+    dt.free_(), dp.free_(), dr.free_(), di.free_(), ds.free_();
+}
+
 /* ---- argument checks (host only: they fail before any launch) ---- */
 static void expect_invalid(const char *label, tinfer_status st, const tinfer_err *e) {
     const int bad = st != TINFER_ERR_INVALID_ARG || !e->msg[0] || strchr(e->msg, '\n');
@@ -416,6 +450,9 @@ static void bad_args(void) {
     expect_invalid("argmax ld<V", tinfer_op_cuda_argmax(i4, f, 1, 4, 3, nullptr, &e), &e);
     e.msg[0] = 0;
     expect_invalid("cast count<0", tinfer_op_cuda_cast_f32_bf16(h, f, -1, nullptr, &e), &e);
+    e.msg[0] = 0;
+    expect_invalid("greedy_feed NULL tok",
+                   tinfer_op_cuda_greedy_feed(nullptr, i4, i4, i4, i4, 2, true, nullptr, &e), &e);
     tinfer_op_cuda_kv kv = {h, h, 1, 1, 8, 3, 2, 64};
     e.msg[0] = 0;
     expect_invalid("rope_kv gqa", tinfer_op_cuda_rope_kv(h, &kv, 0, f, i4, i4, 1, nullptr, &e), &e);
@@ -488,6 +525,11 @@ int main(int argc, char **argv) {
     test_argmax(14, 1000, 1003, 0); /* ld % 4 != 0: scalar path */
     test_argmax(7, 4099, 4100, 1);  /* misaligned */
     if (!quick) test_argmax(7, 128256, 128256, 0);
+
+    test_greedy_feed(1, true);
+    test_greedy_feed(64, true);
+    test_greedy_feed(200, true); /* two blocks */
+    test_greedy_feed(37, false); /* the last step's: saved, not fed */
 
     test_cast(1, 0);
     test_cast(11, 0);
