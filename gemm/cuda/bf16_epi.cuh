@@ -71,10 +71,13 @@ static __device__ __forceinline__ void tinfer_nss_add(unsigned long long *nss, i
         if (lo) atomicAdd(nss + 2 * m + 1, lo);
     }
 }
-/* rs = 1 / sqrt(S / n + eps) of a row's words (the RMSNorm kernel's formula, ops/cuda). */
-static __device__ __forceinline__ float tinfer_nss_rs(const unsigned long long *row, int32_t n, float eps) {
-    const float ss = (float)((double)__ldcg(row) + (double)__ldcg(row + 1) * 0x1p-32);
+/* rs = 1 / sqrt(S / n + eps) of a row's words hi, lo (the RMSNorm kernel's formula, ops/cuda). */
+static __device__ __forceinline__ float tinfer_nss_rs_of(unsigned long long hi, unsigned long long lo, int32_t n, float eps) {
+    const float ss = (float)((double)hi + (double)lo * 0x1p-32);
     return 1.0f / sqrtf(ss / (float)n + eps);
+}
+static __device__ __forceinline__ float tinfer_nss_rs(const unsigned long long *row, int32_t n, float eps) {
+    return tinfer_nss_rs_of(__ldcg(row), __ldcg(row + 1), n, eps);
 }
 /* The producer's side for output (m, j) holding the final F32 value v: nx and the row's words
  * (the caller adds them: one atomic pair per row and call). */
@@ -202,17 +205,47 @@ static inline bool tinfer_bf16_epi_v16_ok(const tinfer_gemm_bf16_args &a) {
     return (uintptr_t)a.Y % 16 == 0 && (a.ldy * es) % 16 == 0 && (!a.R || ((uintptr_t)a.R % 16 == 0 && (a.ldr * es) % 16 == 0));
 }
 
+/* What the 16-byte path of tinfer_bf16_epi_store8 reads from global memory besides the
+ * accumulators: the split RMSNorm's words of row m (rss) and the residual's 8 values (R: 8 F32 in
+ * r0, r1 or 8 BF16 in r0). Both are earlier kernels' outputs, so a kernel may load them right
+ * after its griddepcontrol.wait (tinfer_bf16_epi_pre8) and hand them to store8, which then does not
+ * begin with an L2 round trip after the main loop; without them store8 loads them itself. */
+struct tinfer_epi8_pre {
+    unsigned long long s0, s1;
+    uint4 r0, r1;
+};
+static __device__ __forceinline__ bool tinfer_epi8_v16_at(const tinfer_epi8 &e, int64_t j0) {
+    return e.v16 && j0 + 8 <= e.nout;
+}
+/* The loads of outputs (m, j0 .. j0 + 7) into p (m < M, j0 < N'; nothing when store8 takes the
+ * element path there). */
+static __device__ __forceinline__ void tinfer_bf16_epi_pre8(const tinfer_epi8 &e, const tinfer_gemm_bf16_args &a, int64_t m,
+                                                            int64_t j0, tinfer_epi8_pre &p) {
+    if (!tinfer_epi8_v16_at(e, j0)) return;
+    if (e.rss) p.s0 = __ldcg(a.rss + 2 * m), p.s1 = __ldcg(a.rss + 2 * m + 1);
+    if (e.R) {
+        if (e.f32) {
+            const uint4 *rp = (const uint4 *)((const float *)e.R + m * e.ldr + j0);
+            p.r0 = rp[0], p.r1 = rp[1];
+        } else {
+            p.r0 = *(const uint4 *)((const uint16_t *)e.R + m * e.ldr + j0);
+        }
+    }
+}
+
 /* Outputs (m, j0 .. j0 + 7) of token m from the accumulators v (weight rows j0..) and u (rows
  * F + j0.., read with SwiGLU): bias, SwiGLU and residual in FP32, one rounding, 16-byte stores
  * when e.v16 and all 8 are inside N'; otherwise element by element (tinfer_bf16_epi_store),
- * stopping at N'. The caller checks m < M and j0 < N'. */
+ * stopping at N'. pre: the 16-byte path's loads made ahead (tinfer_bf16_epi_pre8), or NULL. The
+ * caller checks m < M and j0 < N'. */
 static __device__ __forceinline__ void tinfer_bf16_epi_store8(const tinfer_epi8 &e, const tinfer_gemm_bf16_args &a, int64_t m,
-                                                              int64_t j0, float (&v)[8], const float (&u)[8]) {
-    if (!e.v16 || j0 + 8 > e.nout) {
+                                                              int64_t j0, float (&v)[8], const float (&u)[8],
+                                                              const tinfer_epi8_pre *pre = NULL) {
+    if (!tinfer_epi8_v16_at(e, j0)) {
         for (int k = 0; k < 8 && j0 + k < e.nout; k++) tinfer_bf16_epi_store(a, m, j0 + k, v[k], u[k]);
         return;
     }
-    const float rs = e.rss ? tinfer_nss_rs(a.rss + 2 * m, a.rn, a.reps) : 1.f;
+    const float rs = !e.rss ? 1.f : pre ? tinfer_nss_rs_of(pre->s0, pre->s1, a.rn, a.reps) : tinfer_nss_rs(a.rss + 2 * m, a.rn, a.reps);
 #pragma unroll
     for (int k = 0; k < 8; k++) {
         float x = e.rss ? v[k] * rs : v[k];
@@ -226,9 +259,10 @@ static __device__ __forceinline__ void tinfer_bf16_epi_store8(const tinfer_epi8 
     if (e.f32) {
         float *y = (float *)e.Y + m * e.ldy + j0;
         if (e.R) {
-            const float *rp = (const float *)e.R + m * e.ldr + j0;
-            const float4 r0 = *(const float4 *)rp, r1 = *(const float4 *)(rp + 4);
-            v[0] += r0.x; v[1] += r0.y; v[2] += r0.z; v[3] += r0.w; v[4] += r1.x; v[5] += r1.y; v[6] += r1.z; v[7] += r1.w;
+            const uint4 *rp = (const uint4 *)((const float *)e.R + m * e.ldr + j0);
+            const uint4 r0 = pre ? pre->r0 : rp[0], r1 = pre ? pre->r1 : rp[1];
+            v[0] += __uint_as_float(r0.x); v[1] += __uint_as_float(r0.y); v[2] += __uint_as_float(r0.z); v[3] += __uint_as_float(r0.w);
+            v[4] += __uint_as_float(r1.x); v[5] += __uint_as_float(r1.y); v[6] += __uint_as_float(r1.z); v[7] += __uint_as_float(r1.w);
         }
         *(float4 *)y = make_float4(v[0], v[1], v[2], v[3]);
         *(float4 *)(y + 4) = make_float4(v[4], v[5], v[6], v[7]);
@@ -259,7 +293,7 @@ static __device__ __forceinline__ void tinfer_bf16_epi_store8(const tinfer_epi8 
         }
     } else {
         if (e.R) {
-            const uint4 rv = *(const uint4 *)((const uint16_t *)e.R + m * e.ldr + j0);
+            const uint4 rv = pre ? pre->r0 : *(const uint4 *)((const uint16_t *)e.R + m * e.ldr + j0);
             v[0] += tinfer_bf16_lo(rv.x); v[1] += tinfer_bf16_hi(rv.x); v[2] += tinfer_bf16_lo(rv.y); v[3] += tinfer_bf16_hi(rv.y);
             v[4] += tinfer_bf16_lo(rv.z); v[5] += tinfer_bf16_hi(rv.z); v[6] += tinfer_bf16_lo(rv.w); v[7] += tinfer_bf16_hi(rv.w);
         }

@@ -316,6 +316,21 @@ static __global__ void __launch_bounds__(ty_threads(CW), 1)
         /* the consumers touch global memory only in the epilogue, after the previous kernel */
         if (!TY_TF(TYF_NOGDC)) tdec::pdl_wait();
         TY_MARK(threadIdx.x == 32, ty_trace_c, 1);
+        /* The epilogue's thread takes items idx = threadIdx.x + 128 q (token idx / (OW / 8), outputs
+         * 8 (idx % (OW / 8)) ..). What it reads besides the accumulators (the split RMSNorm's row
+         * words, the residual) goes out now and lands while the main loop runs, instead of opening
+         * the epilogue with an L2 round trip. */
+        constexpr int NE = (BT * (OW / 8) + 127) / 128;
+        const tinfer_epi8 e = tinfer_epi8_make(a, v16 != 0);
+        tinfer_epi8_pre pre[NE] = {};
+        if (threadIdx.x < 128 && (MODE != TY_SPLIT || rk == 0) && (e.rss || e.R)) {
+#pragma unroll
+            for (int q = 0; q < NE; q++) {
+                const int idx = threadIdx.x + 128 * q, tok = idx / (OW / 8), r = 8 * (idx % (OW / 8));
+                const int64_t m = (int64_t)tt * BT + tok, j0 = (int64_t)tw * OW + r;
+                if (idx < BT * (OW / 8) && m < e.M && j0 < e.nout) tinfer_bf16_epi_pre8(e, a, m, j0, pre[q]);
+            }
+        }
         /* consumer warpgroup wg takes k-blocks wg, wg + CW, .. */
         const int32_t wg = CW == 2 ? __shfl_sync(0xffffffffu, warp / 4, 0) : 0;
         float d[BT / 2];
@@ -450,9 +465,10 @@ static __global__ void __launch_bounds__(ty_threads(CW), 1)
 #pragma unroll
         for (int i = 0; i < BT / 2; i++) scr[(8 * (i >> 2) + 2 * t + (i & 1)) * G::RS + 16 * warp + g + 8 * ((i >> 1) & 1)] = d[i];
         asm volatile("bar.sync 1, 128;" ::: "memory");
-        const tinfer_epi8 e = tinfer_epi8_make(a, v16 != 0);
-        for (int idx = threadIdx.x; idx < BT * (OW / 8); idx += 128) {
-            const int tok = idx / (OW / 8), r = 8 * (idx % (OW / 8));
+#pragma unroll
+        for (int q = 0; q < NE; q++) {
+            const int idx = threadIdx.x + 128 * q, tok = idx / (OW / 8), r = 8 * (idx % (OW / 8));
+            if (idx >= BT * (OW / 8)) break;
             const int64_t m = (int64_t)tt * BT + tok, j0 = (int64_t)tw * OW + r;
             if (m >= e.M || j0 >= e.nout) continue;
             float v[8], u[8];
@@ -462,7 +478,7 @@ static __global__ void __launch_bounds__(ty_threads(CW), 1)
                 v[k] = p[k];
                 u[k] = SW ? p[32 + k] : 0.f;
             }
-            tinfer_bf16_epi_store8(e, a, m, j0, v, u);
+            tinfer_bf16_epi_store8(e, a, m, j0, v, u, &pre[q]);
         }
         TY_MARK(threadIdx.x == 32, ty_trace_c, 59);
     }
