@@ -283,13 +283,14 @@ static tinfer_status run_allreduce(cuda_ctx *c, const win *w, tinfer_buf b, int6
  * next one starts; independent chains fill each other's gaps. Every op of a decode step is
  * row by row (each token is the only one of its sequence; the attention reads only its own
  * sequence's cache), so the windows share nothing but the weights. Never with tensor
- * parallelism (the all-reduce is one collective over the whole step). The windows: n_win from
+ * parallelism (the all-reduce is one collective over the whole step). Measured slower than one
+ * chain at every batch size (ARCHITECTURE.md), so auto takes one. The windows: n_win from
  * micro_windows, as even as the rows allow. */
 static int32_t micro_windows(const cuda_ctx *c) {
     if (!decode_step(c) || c->vals) return 1;
     for (int32_t i = 0; i < c->n_cmds; i++)
         if (c->cmds[i].kind == CMD_ALLREDUCE) return 1;
-    int32_t g = c->micro >= 1 ? c->micro : 1; /* auto: one chain until measured */
+    int32_t g = c->micro >= 1 ? c->micro : 1; /* auto: one chain (ARCHITECTURE: measured) */
     if (g > MICRO_MAX) g = MICRO_MAX;
     if (g > c->bp->n) g = c->bp->n;
     return g < 1 ? 1 : g;
