@@ -480,6 +480,15 @@ static tinfer_status run_fused_step(cuda_ctx *c) {
     return rc;
 }
 
+/* Whether the fused kernel runs `steps` steps from here: fused_ok with the last one's keys. */
+static bool fused_takes(cuda_ctx *c, int32_t steps) {
+    const int32_t len0 = c->max_dec_len;
+    c->max_dec_len = len0 + steps - 1;
+    const bool ok = fused_ok(c);
+    c->max_dec_len = len0;
+    return ok;
+}
+
 /* One sequence: fused steps back to back, step k's position uploaded beforehand into the
  * metadata block's unused tail, its token read from step k - 1's pick. */
 static tinfer_status greedy_fused(cuda_ctx *c, int32_t n_more) {
@@ -517,8 +526,8 @@ static tinfer_status greedy_fused(cuda_ctx *c, int32_t n_more) {
 /* Several sequences: the step as it runs alone (op by op, or its graph), and after each step
  * tinfer_op_cuda_greedy_feed, which saves the step's picks (ids[0 .. n), written by the step's
  * argmax) to ids[(k + 1) n ..] and writes them into the metadata as the next step's tokens, one
- * position further. The decode attention's key ranges
- * are cut once, for the last step's length, so every step replays the same graph. */
+ * position further. The decode attention's key ranges are cut once, for the last step's length,
+ * so every step replays the same graph. */
 static tinfer_status greedy_op_by_op(cuda_ctx *c, int32_t steps) {
     const tinfer_cuda_ctx_plan *p = &c->plan;
     const int32_t n = c->bp->n;
@@ -558,23 +567,18 @@ tinfer_status tinfer_cuda_greedy_steps(cuda_ctx *c, int32_t n_more, int32_t *n_s
         return TINFER_ERR_UNSUPPORTED;
     for (int32_t i = 0; i < c->n_cmds; i++)
         if (c->cmds[i].kind == CMD_ALLREDUCE) return TINFER_ERR_UNSUPPORTED;
-    const int32_t len0 = c->max_dec_len;
+    /* one sequence: fused steps, as many as the kernel takes the last one's keys for (all that
+     * were asked, else the op-by-op count); else UNSUPPORTED and the runtime steps it a token
+     * at a time. Several: op by op. */
     int32_t steps = 1 + n_more;
     if (steps > c->n_batch) steps = c->n_batch; /* the fused steps' positions: the metadata */
-    /* One sequence: the fused kernel for every step if it takes the last step's keys (else for
-     * the op-by-op path's fewer steps, if it takes those). */
-    bool fused = false;
-    for (int pass = 0; bp->n == 1 && pass < 2 && !fused; pass++) {
-        if (pass == 1 && steps > TINFER_CUDA_GREEDY_STEPS) steps = TINFER_CUDA_GREEDY_STEPS;
-        c->max_dec_len = len0 + steps - 1;
-        fused = fused_ok(c);
-        c->max_dec_len = len0;
+    if (bp->n == 1 && !fused_takes(c, steps)) {
+        if (steps <= TINFER_CUDA_GREEDY_STEPS || !fused_takes(c, TINFER_CUDA_GREEDY_STEPS))
+            return TINFER_ERR_UNSUPPORTED;
+        steps = TINFER_CUDA_GREEDY_STEPS;
     }
-    /* one sequence that does not run fused: UNSUPPORTED, the runtime steps it a token at a
-     * time; the queued op-by-op steps serve several sequences */
-    if (!fused && bp->n == 1) return TINFER_ERR_UNSUPPORTED;
-    if (!fused && steps > TINFER_CUDA_GREEDY_STEPS) steps = TINFER_CUDA_GREEDY_STEPS;
-    const tinfer_status rc = fused ? greedy_fused(c, steps - 1) : greedy_op_by_op(c, steps);
+    if (bp->n > 1 && steps > TINFER_CUDA_GREEDY_STEPS) steps = TINFER_CUDA_GREEDY_STEPS;
+    const tinfer_status rc = bp->n == 1 ? greedy_fused(c, steps - 1) : greedy_op_by_op(c, steps);
     const cudaError_t e = cudaStreamSynchronize(c->stream);
     if (rc != TINFER_OK) return rc;
     CUDA_OK(&c->err, e, "the greedy steps' kernels");

@@ -340,9 +340,7 @@ tinfer_status tinfer_decode_greedy_batch(tinfer_context *c, int32_t n, const int
 
 tinfer_status tinfer_decode_greedy(tinfer_context *c, int32_t seq_id, tinfer_token token,
                                    int32_t n_max, tinfer_token *out, int32_t *n_out) {
-    if (n_out) *n_out = 0;
-    if (!n_out) /* the batch form's own check names it */
-        return tinfer_decode_greedy_batch(c, 1, &seq_id, &token, n_max, out, NULL);
+    if (n_out) *n_out = 0; /* also where the batch form refuses before setting it */
     return tinfer_decode_greedy_batch(c, 1, &seq_id, &token, n_max, out, n_out);
 }
 
