@@ -204,7 +204,7 @@ typedef struct tinfer_context_params {
      * contexts up to 1,024 tokens) may run as ONE persistent kernel instead of ~5 kernels a
      * layer. < 0 (default): where that measured faster, a step of one sequence (SmolLM2-135M on
      * an H100: 2,839 tok/s against 1,389 op by op with graphs; at 8 sequences the graphs are
-     * still faster, 9,800 against 6,200); 1: whenever it can; 0: never. No effect on the CPU. */
+     * still faster, 9,600 against 8,700); 1: whenever it can; 0: never. No effect on the CPU. */
     int32_t cuda_fused_decode;
     /* CUDA backend: a decode step (one token per sequence) run op by op may split its sequences
      * into up to 4 groups of consecutive rows, each group a chain of kernels of its own on its

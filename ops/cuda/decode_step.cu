@@ -42,7 +42,8 @@
  *                 output or the SwiGLU output: the same BF16 inputs the GEMV path feeds its
  *                 kernels); F32 sums, shuffle-reduced; the epilogue of gemm/cuda/bf16_epi.cuh
  *                 (bias, SwiGLU with __expf, residual add in F32, BF16 rounding where the step
- *                 path rounds).
+ *                 path rounds). The instance for several tokens runs these and the LM head on
+ *                 the tensor cores instead (decode_step_mma.cuh).
  *   attention     one (token, query head) item per block: q rotated (rope_cuda.cuh's arithmetic,
  *                 so the cache rows are the bits rope_kv writes), the token's own k / v row
  *                 rotated in shared memory and written to the cache by the item of the group's
@@ -56,6 +57,7 @@
  * tests/model the whole backend with the CPU).
  */
 #include "ops/cuda/decode_step_parts.cuh"
+#include "ops/cuda/decode_step_mma.cuh"
 
 #include <algorithm>
 #include <string.h>
@@ -71,6 +73,9 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
     const int32_t B = a.n, E = m.n_embd, F = m.n_ff, V = m.n_vocab, NL = m.n_layer;
     const int32_t H = kv.n_head, HKV = kv.n_head_kv, Q = H * D, QKV = (H + 2 * HKV) * D;
     const int32_t KX = max(E, max(Q, F)); /* staged row length (a multiple of 8) */
+    /* the staged rows' stride: padded for the tensor-core phases' fragment loads (ds_ldxs); one
+     * token's row needs none, and its instance keeps the code it was measured with */
+    const int32_t LDX = NB == 1 ? KX : ds_ldxs(KX);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int32_t G = gridDim.x, b = blockIdx.x;
     /* this block's rows of each matrix */
@@ -90,13 +95,14 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
     R.empty = R.full + DS_MAX_STAGES;
     R.n_tiles = 4 * NL + (a.n_out > 0 ? 1 : 0);
     uint64_t *am = R.empty + DS_MAX_STAGES;                                /* [W][MAX_B] */
-    uint16_t *xs = (uint16_t *)(am + DS_WARPS * DS_MAX_B);                 /* [B][KX] */
-    float *cs = (float *)(xs + (size_t)DS_MAX_B * KX);                     /* [B][D/2] */
+    uint16_t *xs = (uint16_t *)(am + DS_WARPS * DS_MAX_B);                 /* [B][LDX] */
+    float *cs = (float *)(xs + (size_t)DS_MAX_B * LDX);                    /* [B][D/2] */
     float *sn = cs + DS_MAX_B * (D / 2);                                   /* [B][D/2] */
     float *red = sn + DS_MAX_B * (D / 2);                                  /* [(W + 1) * MAX_B] */
     float *xo = red + (DS_WARPS + 1) * DS_MAX_B;                           /* [B][RE] own x */
     tinfer_op_cuda_step_layer *Ls = (tinfer_op_cuda_step_layer *)(xo + a.xr_floats); /* [NL] */
     ds_att_smem<D> &S = *(ds_att_smem<D> *)(Ls + NL);
+    float *mr = (float *)(&S + 1); /* [DS_MMA_RED]: the tensor-core phases' (NB > 1) */
     R.layers = Ls;
     R.q0 = q0, R.q1 = q1, R.e0 = e0, R.e1 = e1, R.f0 = f0, R.f1 = f1;
 
@@ -142,10 +148,10 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
         /* A. xb = rmsnorm(x_a) · attn_norm; qkv = xb · Wqkv^T (+ b)         qkv [B, QKV] */
         const uint16_t *W = ring_wait(R, t); /* attn_norm, then the QKV rows */
         trace_at(a, k, DS_T_WEIGHTS);
-        stage_norm<NB>(xs, KX, ll.xa, ep_x, W, NULL, B, E, m.eps, red);
+        phase_norm<NB>(xs, LDX, ll.xa, ep_x, W, NULL, B, E, m.eps, red);
         trace_at(a, k, DS_T_INPUTS);
-        gemv_tile<DS_LL_BF16, NB>(xs, KX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL, ll.qkv, QKV,
-                                  ep(l, 0), warp, lane);
+        phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL, ll.qkv, QKV,
+                                   ep(l, 0), mr, warp, lane);
         prefetch_kv(a, l);
         ds_sync(); /* stage t used */
         trace_at(a, k, DS_T_COMPUTED);
@@ -159,12 +165,12 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
         trace_at(a, k + 1, DS_T_COMPUTED);
         trace_at(a, k + 1, DS_T_DONE);
         /* C. x_b = x_a + att · Wo^T (+ bo)                                x [B, E] */
-        stage_copy(xs, KX, ll.att, ep(l, 1), Q, B);
+        phase_copy<NB>(xs, LDX, ll.att, ep(l, 1), Q, B);
         trace_at(a, k + 2, DS_T_INPUTS);
         W = ring_wait(R, t + 1);
         trace_at(a, k + 2, DS_T_WEIGHTS);
-        gemv_tile<DS_LL_RESIDUAL, NB>(xs, KX, B, W, RE, Q, e0, L.bo, xo, ll.xb, E, ep(l, 2), warp,
-                                      lane);
+        phase_gemv<DS_LL_RESIDUAL, NB>(xs, LDX, B, W, RE, Q, e0, L.bo, xo, ll.xb, E, ep(l, 2), mr,
+                                       warp, lane);
         ds_sync();
         trace_at(a, k + 2, DS_T_COMPUTED);
         ring_release(R, t + 1);
@@ -172,20 +178,20 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
         /* D. xb = rmsnorm(x_b) · ffn_norm; act = silu(xb · Wg^T) * (xb · Wu^T)   act [B, F] */
         W = ring_wait(R, t + 2); /* ffn_norm, then the gate and up rows */
         trace_at(a, k + 3, DS_T_WEIGHTS);
-        stage_norm<NB>(xs, KX, ll.xb, ep(l, 2), W, NULL, B, E, m.eps, red);
+        phase_norm<NB>(xs, LDX, ll.xb, ep(l, 2), W, NULL, B, E, m.eps, red);
         trace_at(a, k + 3, DS_T_INPUTS);
-        swiglu_tile<NB>(xs, KX, B, W + E, f1 - f0, E, f0, ll.act, F, ep(l, 3), warp, lane);
+        phase_swiglu<NB>(xs, LDX, B, W + E, f1 - f0, E, f0, ll.act, F, ep(l, 3), mr, warp, lane);
         ds_sync();
         trace_at(a, k + 3, DS_T_COMPUTED);
         ring_release(R, t + 2);
         trace_at(a, k + 3, DS_T_DONE);
         /* E. x_a = x_b + act · Wdown^T                                    x [B, E] */
-        stage_copy(xs, KX, ll.act, ep(l, 3), F, B);
+        phase_copy<NB>(xs, LDX, ll.act, ep(l, 3), F, B);
         trace_at(a, k + 4, DS_T_INPUTS);
         W = ring_wait(R, t + 3);
         trace_at(a, k + 4, DS_T_WEIGHTS);
-        gemv_tile<DS_LL_RESIDUAL, NB>(xs, KX, B, W, RE, F, e0, NULL, xo, ll.xa, E, ep(l, 4), warp,
-                                      lane);
+        phase_gemv<DS_LL_RESIDUAL, NB>(xs, LDX, B, W, RE, F, e0, NULL, xo, ll.xa, E, ep(l, 4), mr,
+                                       warp, lane);
         ds_sync();
         trace_at(a, k + 4, DS_T_COMPUTED);
         ring_release(R, t + 3);
@@ -196,9 +202,9 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
     if (a.n_out > 0) {
         const uint16_t *W = ring_wait(R, 4 * NL); /* out_norm */
         trace_at(a, kh, DS_T_WEIGHTS);
-        stage_norm<NB>(xs, KX, ll.xa, ep(NL - 1, 4), W, a.out_rows, a.n_out, E, m.eps, red);
+        phase_norm<NB>(xs, LDX, ll.xa, ep(NL - 1, 4), W, a.out_rows, a.n_out, E, m.eps, red);
         trace_at(a, kh, DS_T_INPUTS);
-        lm_head_rows<NB>(xs, KX, a.n_out, m.lm_head, v0, v1, E, a.b.logits, V, am, warp, lane);
+        phase_lm_head<NB>(xs, LDX, a.n_out, m.lm_head, v0, v1, E, a.b.logits, V, am, warp, lane);
         ds_sync();
         if (a.b.ids && tid < a.n_out) { /* the block's pick for token tid, into the grid's */
             uint64_t best = 0;
@@ -253,10 +259,10 @@ static bool ds_plan_for(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda
     tile = std::max(tile, E + 2 * most(F) * E);
     tile = std::max(tile, most(E) * F);
     tile = (tile * 2 + 127) / 128 * 128; /* bytes, stages 128-byte aligned */
-    int64_t KX = std::max(E, std::max(Q, F));
+    const int64_t LDX = ds_ldxs((int32_t)std::max(E, std::max(Q, F)));
     const size_t att = D == 64 ? sizeof(ds_att_smem<64>) : sizeof(ds_att_smem<128>);
     const size_t rest = DS_MAX_STAGES * 16 + DS_WARPS * DS_MAX_B * 8 +
-                        (size_t)DS_MAX_B * (size_t)KX * 2 +
+                        (size_t)DS_MAX_B * (size_t)LDX * 2 + (size_t)DS_MMA_RED * 4 +
                         2 * (size_t)DS_MAX_B * (size_t)(D / 2) * 4 +
                         (size_t)(DS_WARPS + 1) * DS_MAX_B * 4 + (size_t)xr * 4 +
                         (size_t)m->n_layer * sizeof(tinfer_op_cuda_step_layer) + att + 16;

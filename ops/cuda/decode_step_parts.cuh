@@ -352,6 +352,22 @@ enum ds_out {
     DS_STORE_F32    /* Y: plain F32 (the logits) */
 };
 
+/* The epilogue of a GEMV phase for token j, output n = n0 + r (the block's row r of R): v is
+ * the dot product plus the bias. */
+template <int OUT>
+static __device__ __forceinline__ void gemv_put(void *Y, int64_t ldy, int32_t j, int32_t n,
+                                                float v, float *xo, int32_t R, int32_t r,
+                                                uint32_t ep) {
+    if (OUT == DS_LL_BF16)
+        ll_put((uint64_t *)Y + j * ldy + n, f32_to_bf16(v), ep);
+    else if (OUT == DS_LL_RESIDUAL) {
+        const float x = xo[j * R + r] + v;
+        xo[j * R + r] = x;
+        ll_put((uint64_t *)Y + j * ldy + n, __float_as_uint(x), ep);
+    } else
+        ((float *)Y)[j * ldy + n] = v;
+}
+
 /* Y[j][n0 + r] (epilogue OUT) = xs[j] · Wt[r] (+ bias[n0 + r]) for j < rows, r < R: the block's
  * R rows of K in shared memory (a ring stage), one row per warp at a time. */
 template <int OUT, int NB>
@@ -379,15 +395,7 @@ static __device__ DS_PHASE void gemv_tile(const uint16_t *xs, int32_t ldxs, int3
             if (j >= rows) break;
             const float v = warp_sum(acc[j]) + bv;
             if (lane != j) continue; /* lane j stores token j's value */
-            if (OUT == DS_LL_BF16)
-                ll_put((uint64_t *)Y + j * ldy + n, f32_to_bf16(v), ep);
-            else if (OUT == DS_LL_RESIDUAL) {
-                const float x = xo[j * R + r] + v;
-                xo[j * R + r] = x;
-                ll_put((uint64_t *)Y + j * ldy + n, __float_as_uint(x), ep);
-            }
-            else
-                ((float *)Y)[j * ldy + n] = v;
+            gemv_put<OUT>(Y, ldy, j, n, v, xo, R, r, ep);
         }
     }
 }

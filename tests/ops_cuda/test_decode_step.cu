@@ -319,6 +319,12 @@ void test_decode_step_all(int quick) {
     run_step_case({576, 9, 3, 64, 1536, 2, 1000}, {70}, -1);
     run_step_case({576, 9, 3, 64, 1536, 2, 1000}, {0, 64, 1023}, -1);
     run_step_case({320, 10, 2, 64, 512, 2, 500}, {1, 200}, -1);
+    /* the several-token instance full (8 tokens), and with more rows a block than one pass of
+     * its tensor-core phases takes (132 SMs: QKV 6,144 -> 47 rows a block, 2 passes of 32;
+     * gate 4,864 -> 37, 3 passes of 16); the one-token instance on the same shapes */
+    run_step_case({576, 9, 3, 64, 1536, 2, 1000}, {0, 1, 2, 63, 64, 65, 511, 1023}, -1);
+    run_step_case({256, 16, 16, 128, 4864, 2, 700}, {1, 5, 64, 100, 7}, -1);
+    run_step_case({256, 16, 16, 128, 4864, 2, 700}, {70}, -1);
     if (!quick) {
         run_step_case({256, 2, 1, 128, 512, 2, 1000}, lens, -1);
         for (int32_t p : {0, 65, 1023})
