@@ -40,17 +40,6 @@ using namespace tops;
 #define PF_KT 64 /* keys per tile */
 #define PF_PAD 8 /* BF16 of padding per shared-memory row */
 
-/* c += A (16x16, row) * B (16x8, col), BF16 in, F32 accumulate (PTX ISA m16n8k16 fragments). */
-static __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0,
-                                                uint32_t b1) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
-
 template <int D>
 static __global__ void __launch_bounds__(PF_THREADS)
     prefill_kernel(uint16_t *__restrict__ out, const uint16_t *__restrict__ qkv,

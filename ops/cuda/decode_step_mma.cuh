@@ -24,7 +24,6 @@
 #ifndef TINFER_OPS_CUDA_DECODE_STEP_MMA_CUH
 #define TINFER_OPS_CUDA_DECODE_STEP_MMA_CUH
 
-#include "gemm/cuda/ptx.cuh"
 #include "ops/cuda/decode_step_parts.cuh"
 
 /* Floats of shared memory the tensor-core phases reduce through: [warp][tile][c][lane]. */
@@ -37,6 +36,14 @@ static __host__ __device__ __forceinline__ int32_t ds_ldxs(int32_t KX) {
 }
 
 static __device__ __forceinline__ uint4 lds16(const uint16_t *p) { return *(const uint4 *)p; }
+
+/* c += the 16 x 16 tile whose fragment words are a0..a3 times the 16 x 8 one of b0, b1. */
+static __device__ __forceinline__ void mma_words(float c[4], uint32_t a0, uint32_t a1,
+                                                 uint32_t a2, uint32_t a3, uint32_t b0,
+                                                 uint32_t b1) {
+    const uint32_t a[4] = {a0, a1, a2, a3};
+    mma16816(c, a, b0, b1);
+}
 
 /* stage_norm (decode_step_parts.cuh) for several tokens: every word a thread needs, of every
  * token, loaded at once (one L2 round trip a pass, where stage_norm takes 4 tokens a pass), the
@@ -166,12 +173,12 @@ static __device__ __forceinline__ void mma_two_tiles(const uint16_t *xs, int32_t
         const bool ok = k < K;
         const uint4 xv = ok ? lds16(x + k) : z;
         const uint4 w0 = ok ? lds16(a0 + k) : z, w1 = ok ? lds16(a1 + k) : z;
-        tdec::mma_16816(acc[0], w0.x, w1.x, w0.y, w1.y, xv.x, xv.y);
-        tdec::mma_16816(acc[0], w0.z, w1.z, w0.w, w1.w, xv.z, xv.w);
+        mma_words(acc[0], w0.x, w1.x, w0.y, w1.y, xv.x, xv.y);
+        mma_words(acc[0], w0.z, w1.z, w0.w, w1.w, xv.z, xv.w);
         if (nb > 0) {
             const uint4 v0 = ok ? lds16(b0 + k) : z, v1 = ok ? lds16(b1 + k) : z;
-            tdec::mma_16816(acc[1], v0.x, v1.x, v0.y, v1.y, xv.x, xv.y);
-            tdec::mma_16816(acc[1], v0.z, v1.z, v0.w, v1.w, xv.z, xv.w);
+            mma_words(acc[1], v0.x, v1.x, v0.y, v1.y, xv.x, xv.y);
+            mma_words(acc[1], v0.z, v1.z, v0.w, v1.w, xv.z, xv.w);
         }
     }
 }
@@ -280,8 +287,8 @@ static __device__ DS_PHASE void lm_head_mma(const uint16_t *xs, int32_t ldxs, in
                 const int32_t k = c0 + u * 32 + t * 8;
                 if (c0 + u * 32 >= E) break; /* uniform: the warp's last chunk */
                 const uint4 xv = k < E ? lds16(x + k) : z;
-                tdec::mma_16816(acc, wa[u].x, wb[u].x, wa[u].y, wb[u].y, xv.x, xv.y);
-                tdec::mma_16816(acc, wa[u].z, wb[u].z, wa[u].w, wb[u].w, xv.z, xv.w);
+                mma_words(acc, wa[u].x, wb[u].x, wa[u].y, wb[u].y, xv.x, xv.y);
+                mma_words(acc, wa[u].z, wb[u].z, wa[u].w, wb[u].w, xv.z, xv.w);
             }
         }
 #pragma unroll
