@@ -140,6 +140,61 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
     trace_at(a, 0, DS_T_COMPUTED);
     trace_at(a, 0, DS_T_DONE);
 
+    /* The several-token instance runs each layer as two halves of one code path (attention:
+     * A, B, C; feed-forward: D, E), so that its norm, staging and residual phases are inlined
+     * once, not twice: the loop is the kernel's working set in the instruction cache (the head
+     * of decode_step_mma.cuh). The one-token instance keeps the loop it was measured with. */
+    if constexpr (NB > 1)
+        for (int32_t l = 0; l < NL; l++) {
+            const tinfer_op_cuda_step_layer &L = Ls[l];
+            const uint32_t ep_x = l ? ep(l - 1, 4) : ep0; /* x_a's epoch */
+            for (int32_t h = 0; h < 2; h++) {
+                const int32_t t = 4 * l + 2 * h;     /* QKV or gate/up; O or down follows */
+                const int32_t k = 1 + 5 * l + 3 * h; /* trace slot of phase A or D */
+                /* A. xb = rmsnorm(x_a) · attn_norm; qkv = xb · Wqkv^T (+ b)   qkv [B, QKV]
+                 * D. xb = rmsnorm(x_b) · ffn_norm; act = silu(xb Wg^T) * (xb Wu^T) act [B, F] */
+                const uint16_t *W = ring_wait(R, t);
+                trace_at(a, k, DS_T_WEIGHTS);
+                phase_norm<NB>(xs, LDX, h ? ll.xb : ll.xa, h ? ep(l, 2) : ep_x, W, NULL, B, E,
+                               m.eps, red);
+                trace_at(a, k, DS_T_INPUTS);
+                if (h == 0) {
+                    phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL,
+                                               ll.qkv, QKV, ep(l, 0), mr, warp, lane);
+                    prefetch_kv(a, l);
+                } else {
+                    phase_swiglu<NB>(xs, LDX, B, W + E, f1 - f0, E, f0, ll.act, F, ep(l, 3), mr,
+                                     warp, lane);
+                }
+                ds_sync(); /* stage t used */
+                trace_at(a, k, DS_T_COMPUTED);
+                ring_release(R, t);
+                trace_at(a, k, DS_T_DONE);
+                if (h == 0) { /* B. RoPE, the KV row, attention                  att [B, Q] */
+                    trace_at(a, k + 1, DS_T_WEIGHTS);
+                    trace_at(a, k + 1, DS_T_INPUTS);
+                    for (int32_t it = b; it < B * H; it += G)
+                        attention_item<D>(a, l, it, cs, sn, ep(l, 0), ep(l, 1), S);
+                    trace_at(a, k + 1, DS_T_COMPUTED);
+                    trace_at(a, k + 1, DS_T_DONE);
+                }
+                /* C. x_b = x_a + att · Wo^T (+ bo)                          x [B, E]
+                 * E. x_a = x_b + act · Wdown^T                              x [B, E] */
+                const int32_t kr = k + 2 - h, Kr = h ? F : Q;
+                phase_copy<NB>(xs, LDX, h ? ll.act : ll.att, ep(l, 1 + 2 * h), Kr, B);
+                trace_at(a, kr, DS_T_INPUTS);
+                W = ring_wait(R, t + 1);
+                trace_at(a, kr, DS_T_WEIGHTS);
+                phase_gemv<DS_LL_RESIDUAL, NB>(xs, LDX, B, W, RE, Kr, e0, h ? NULL : L.bo, xo,
+                                               h ? ll.xa : ll.xb, E, ep(l, 2 + 2 * h), mr, warp,
+                                               lane);
+                ds_sync();
+                trace_at(a, kr, DS_T_COMPUTED);
+                ring_release(R, t + 1);
+                trace_at(a, kr, DS_T_DONE);
+            }
+        }
+    else
     for (int32_t l = 0; l < NL; l++) {
         const tinfer_op_cuda_step_layer &L = Ls[l];
         const int32_t t = 4 * l; /* this layer's QKV tile; O, gate/up and down follow */

@@ -19,6 +19,15 @@
  * tokens, 64 bytes each) read distinct banks. LM head (rows read once, from global memory): a
  * warp takes 16 rows at a time over the whole of E, so no reduction between warps; the greedy
  * pick of each token is reduced across the lanes that hold it.
+ *
+ * Staging: the RMSNorm phases take a warp a token (stage_norm_warps), the others every token's
+ * words in one pass (stage_copy_many).
+ * Code size: the kernel's layer loop is its working set in the SM's instruction cache, and this
+ * instance's phases are larger than the one-token ones. Measured on an H200 (probe-decode-step,
+ * 8 tokens, 64 keys), with the instance's sm_90a code size: 224 KB, 869 us a step; the layer as
+ * two halves of one code path (decode_step.cu) 168 KB, 826 us; the RMSNorm staging a warp a
+ * token instead of every thread a share of every token, 135 KB, 600 us; the K loop of
+ * mma_two_tiles not unrolled, 121 KB, 593 us.
  * Included by decode_step.cu after decode_step_parts.cuh; everything static.
  */
 #ifndef TINFER_OPS_CUDA_DECODE_STEP_MMA_CUH
@@ -45,75 +54,53 @@ static __device__ __forceinline__ void mma_words(float c[4], uint32_t a0, uint32
     mma16816(c, a, b0, b1);
 }
 
-/* stage_norm (decode_step_parts.cuh) for several tokens: every word a thread needs, of every
- * token, loaded at once (one L2 round trip a pass, where stage_norm takes 4 tokens a pass), the
- * offsets computed rather than kept in registers. (The one-token instance keeps stage_norm and
- * stage_copy: with these and the padded stride together, its step measured 391 against 328 us
- * on an H100.) */
+/* stage_norm (decode_step_parts.cuh) for several tokens, a warp a token (warp j: token j;
+ * DS_WARPS >= DS_MAX_B): lane l loads words l, l + 32, ... of the token's row at once (E <= 1,024:
+ * 32 at most), the sum of squares is one warp reduction, and no block barrier stands between the
+ * loads and the scaling. (The one-token instance keeps stage_norm and stage_copy: with the
+ * several-token staging and the padded stride together, its step measured 391 against 328 us on
+ * an H100.) */
 template <int NB>
-static __device__ DS_PHASE void stage_norm_many(uint16_t *xs, int32_t ldxs, const uint64_t *x,
-                                           uint32_t ep, const uint16_t *w, const int32_t *map,
-                                           int32_t rows, int32_t E, float eps, float *red) {
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    float gv[NORM_PER_THREAD];
-    int32_t n_on = 0; /* this thread's words a token: e = tid + t DS_THREADS < E for t < n_on */
+static __device__ DS_PHASE void stage_norm_warps(uint16_t *xs, int32_t ldxs, const uint64_t *x,
+                                                 uint32_t ep, const uint16_t *w, const int32_t *map,
+                                                 int32_t rows, int32_t E, float eps) {
+    constexpr int PL = NORM_PER_THREAD * DS_THREADS / 32;
+    static_assert(DS_WARPS >= DS_MAX_B, "a warp a token");
+    const int lane = threadIdx.x & 31, j = threadIdx.x >> 5;
+    if (j < rows) {
+        const uint64_t *src = x + (int64_t)(map ? map[j] : j) * E + lane;
+        const int32_t n_on = (E - lane + 31) / 32; /* this lane's words: lane + 32 i < E */
+        uint64_t wv[PL];
 #pragma unroll
-    for (int t = 0; t < NORM_PER_THREAD; t++) {
-        const int32_t e = tid + t * DS_THREADS;
-        gv[t] = e < E ? bf16_to_f32(w[e]) : 0.0f;
-        n_on += e < E;
-    }
-    const uint64_t *src[NB]; /* token j's words of this thread: src[j] + t DS_THREADS */
-    uint64_t wv[NB][NORM_PER_THREAD];
+        for (int i = 0; i < PL; i++)
+            wv[i] = i < n_on ? ll_load(src + 32 * i) : 0;
+        for (uint32_t spins = 0;; spins++) { /* ll_settle_n with computed offsets */
+            bool stale = false;
 #pragma unroll
-    for (int j = 0; j < NB; j++) {
-        src[j] = x + (int64_t)(j < rows ? (map ? map[j] : j) : 0) * E + tid;
-#pragma unroll
-        for (int t = 0; t < NORM_PER_THREAD; t++)
-            wv[j][t] = j < rows && t < n_on ? ll_load(src[j] + t * DS_THREADS) : 0;
-    }
-    for (uint32_t spins = 0;; spins++) { /* ll_settle_n with computed offsets */
-        bool stale = false;
-#pragma unroll
-        for (int j = 0; j < NB; j++)
-#pragma unroll
-            for (int t = 0; t < NORM_PER_THREAD; t++)
-                if (j < rows && t < n_on && (uint32_t)(wv[j][t] >> 32) != ep) {
+            for (int i = 0; i < PL; i++)
+                if (i < n_on && (uint32_t)(wv[i] >> 32) != ep) {
                     stale = true;
-                    wv[j][t] = ll_load(src[j] + t * DS_THREADS);
+                    wv[i] = ll_load(src + 32 * i);
                 }
-        if (!stale) break;
-        if (spins > DS_SPIN_LIMIT) __trap();
-    }
-#pragma unroll
-    for (int j = 0; j < NB; j++) {
-        if (j >= rows) break;
+            if (!stale) break;
+            if (spins > DS_SPIN_LIMIT) __trap();
+        }
         float ss = 0.0f;
 #pragma unroll
-        for (int t = 0; t < NORM_PER_THREAD; t++) {
-            const float v = t < n_on ? __uint_as_float((uint32_t)wv[j][t]) : 0.0f;
+        for (int i = 0; i < PL; i++) {
+            const float v = i < n_on ? __uint_as_float((uint32_t)wv[i]) : 0.0f;
             ss += v * v;
         }
-        ss = warp_sum(ss);
-        if (lane == 0) red[warp * DS_MAX_B + j] = ss;
-    }
-    ds_sync();
+        const float rs = 1.0f / sqrtf(warp_sum(ss) / (float)E + eps);
+        uint16_t *dst = xs + (int64_t)j * ldxs + lane;
 #pragma unroll
-    for (int j = 0; j < NB; j++) {
-        if (j >= rows) break;
-        float t = 0.0f;
-        for (int wi = 0; wi < DS_WARPS; wi++)
-            t += red[wi * DS_MAX_B + j];
-        const float rs = 1.0f / sqrtf(t / (float)E + eps);
-#pragma unroll
-        for (int u = 0; u < NORM_PER_THREAD; u++) {
-            const int32_t e = tid + u * DS_THREADS;
-            if (u < n_on)
-                xs[(int64_t)j * ldxs + e] = (uint16_t)f32_to_bf16(
-                    __fmul_rn(__uint_as_float((uint32_t)wv[j][u]), rs) * gv[u]);
-        }
+        for (int i = 0; i < PL; i++)
+            if (i < n_on)
+                dst[32 * i] =
+                    (uint16_t)f32_to_bf16(__fmul_rn(__uint_as_float((uint32_t)wv[i]), rs) *
+                                          bf16_to_f32(w[lane + 32 * i]));
     }
-    ds_sync(); /* xs complete; red free again */
+    ds_sync(); /* xs complete */
 }
 
 /* stage_copy for several tokens: U words a thread in flight (word u of a pass at src + i0 +
@@ -168,6 +155,7 @@ static __device__ __forceinline__ void mma_two_tiles(const uint16_t *xs, int32_t
     const uint16_t *b1 = Wb + (int64_t)(g + 8 < nb ? g + 8 : 0) * K;
     const uint16_t *x = xs + (int64_t)g * ldxs;
     const uint4 z = make_uint4(0, 0, 0, 0);
+#pragma unroll 1 /* code size: see the file's head */
     for (int32_t c = warp * 32; c < K; c += DS_WARPS * 32) { /* uniform across the warp */
         const int32_t k = c + t * 8;
         const bool ok = k < K;
@@ -324,7 +312,7 @@ static __device__ DS_PHASE void phase_norm(uint16_t *xs, int32_t ldxs, const uin
     if constexpr (NB == 1)
         stage_norm<1>(xs, ldxs, x, ep, w, map, rows, E, eps, red);
     else
-        stage_norm_many<NB>(xs, ldxs, x, ep, w, map, rows, E, eps, red);
+        stage_norm_warps<NB>(xs, ldxs, x, ep, w, map, rows, E, eps);
 }
 template <int NB>
 static __device__ DS_PHASE void phase_copy(uint16_t *xs, int32_t ldxs, const uint64_t *src,
