@@ -202,9 +202,10 @@ typedef struct tinfer_context_params {
     int32_t cuda_graphs;
     /* CUDA backend: a decode step of at most 8 sequences of a small model (weights up to 1 GiB,
      * contexts up to 1,024 tokens) may run as ONE persistent kernel instead of ~5 kernels a
-     * layer. < 0 (default): where that measured faster, a step of one sequence (SmolLM2-135M on
-     * an H100: 2,839 tok/s against 1,389 op by op with graphs; at 8 sequences the graphs are
-     * still faster, 9,600 against 8,700); 1: whenever it can; 0: never. No effect on the CPU. */
+     * layer. < 0 (default): where that measured faster, a step of up to 8 sequences
+     * (SmolLM2-135M, tok/s fused against op by op with graphs: one sequence 2,839 against 1,389
+     * on an H100; on an H200 two 3,755 against 2,617, four 7,189 against 4,990, eight 12,297
+     * against 9,204); 1: whenever it can; 0: never. No effect on the CPU. */
     int32_t cuda_fused_decode;
     /* CUDA backend: a decode step (one token per sequence) run op by op may split its sequences
      * into up to 4 groups of consecutive rows, each group a chain of kernels of its own on its
@@ -288,7 +289,7 @@ TINFER_API tinfer_status tinfer_decode_greedy(tinfer_context *ctx, int32_t seq_i
  * tinfer_decode_greedy it stops after a pick that ends generation (kept, not fed), so its cache
  * grows by n_out[i] tokens. The same tokens and caches as n_max rounds of one tinfer_decode of
  * all of them + tinfer_get_argmax, but where the backend can (CUDA: a decode step op by op, or
- * the fused step for one sequence) several steps are queued on the device, each reading its
+ * the fused step for up to 8 sequences) several steps are queued on the device, each reading its
  * tokens from the previous step's picks, with no host round trip between them. Afterwards
  * tinfer_get_logits / tinfer_get_argmax have nothing until the next tinfer_decode. Every
  * sequence needs room for n_max tokens (else TINFER_ERR_CONTEXT_FULL, nothing run); n <=

@@ -37,9 +37,10 @@ typedef struct cuda_model {
  * in latency than its weight bytes take to read. Larger models stream at bandwidth op by op. */
 #define FUSED_MAX_WEIGHT_BYTES ((size_t)1 << 30)
 /* cuda_fused_decode < 0 (the default) takes the fused kernel for steps of up to this many
- * tokens: where it measured faster than the op-by-op graphs (SmolLM2-135M, H100: one sequence
- * 1,781 tok/s fused against 1,087; eight 4,860 against 7,541). */
-#define FUSED_AUTO_MAX_TOKENS 1
+ * tokens: where it measured faster than the op-by-op graphs (SmolLM2-135M, tinfer-bench tg128:
+ * one sequence 2,839 tok/s fused against 1,389 on an H100; on an H200, two 3,755 against 2,617,
+ * four 7,189 against 4,990, eight 12,297 against 9,204). */
+#define FUSED_AUTO_MAX_TOKENS 8
 
 /* A decode step's rows run as at most this many concurrent chains of kernels (micro-batching,
  * backend_cuda_step.c). */

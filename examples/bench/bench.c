@@ -348,7 +348,7 @@ static void usage(void) {
         "  --graphs 0|1           CUDA: replay decode steps as CUDA graphs (default 1)\n"
         "  --fused auto|0|1       CUDA: run a small model's decode steps (<= 8 sequences) as\n"
         "                         one fused kernel: where it measured faster (auto, the\n"
-        "                         default: one sequence), never (0) or whenever it can (1)\n"
+        "                         default: up to 8 sequences), never (0) or whenever it can (1)\n"
         "  --micro auto|1|2|3|4   CUDA: run a decode step's sequences as this many concurrent\n"
         "                         chains of kernels (auto, the default: the backend's choice,\n"
         "                         one chain for now; 1: one chain)\n"

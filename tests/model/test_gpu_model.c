@@ -14,7 +14,9 @@
  *   4. batched decode: 4 sequences of different prompt lengths decoded together (M = 4 every
  *      step) give each sequence the tokens it gets decoded alone, on the GPU.
  *   4b. tinfer_decode_greedy_batch of the same 4 sequences (15 steps queued in one call, the
- *      picks fed on the device between graph replays) gives each the tokens it gets alone.
+ *      picks fed on the device between graph replays) gives each the tokens it gets alone;
+ *   4c. the same in the default context, whose steps of up to 8 sequences run fused (the picks
+ *      fed between fused steps): every step fused.
  *   1b. the fused decode step (cuda_fused_decode = 1, ops/cuda/decode_step.cu) against the
  *      op-by-op path on the same tokens; it must have run for every decode step.
  *   5. the default context (cuda_fused_decode < 0: one sequence's decode steps fused) gives
@@ -123,6 +125,75 @@ static int greedy_calls(tinfer_context *c, const tinfer_token *tok, int32_t plen
     tinfer_context_get_stats(c, &s1);
     *fused = s1.fused_steps - s0.fused_steps;
     return na + nb == N_GREEDY - 1 && tinfer_seq_len(c, 0) == plen + N_GREEDY - 1 ? 0 : 1;
+}
+
+/* Check 4b / 4c: the 4 sequences' greedy steps queued on the device in one call
+ * (tinfer_decode_greedy_batch: the picks fed on the device between steps), given out of sequence
+ * order, in context c of model g: each sequence gets the tokens gg[s] it gets decoded alone.
+ * fused: c's steps must all have run fused (the default context at 4 sequences); else op by op,
+ * replaying the step's graph. */
+static void greedy_batch(tinfer_model *g, tinfer_context *c, const tinfer_token *tok,
+                         const int32_t plen[4], tinfer_token gg[4][N_GREEDY],
+                         double gap[4][N_GREEDY], bool fused) {
+    enum { NQ = N_GREEDY - 1 };
+    tinfer_seq_clear(c, -1);
+    tinfer_token bt[64], first[4], out[4 * NQ];
+    int32_t pos[64], seq[64], n = 0, last[4], n_out[4];
+    int8_t want[64];
+    for (int32_t s = 0; s < 4; s++)
+        for (int32_t i = 0; i < plen[s]; i++, n++) {
+            bt[n] = tok[s + i], pos[n] = i, seq[n] = s;
+            want[n] = i == plen[s] - 1 ? 2 : 0;
+            if (want[n]) last[s] = n;
+        }
+    tinfer_batch b = {n, bt, pos, seq, want};
+    const char *how = fused ? "fused" : "op by op";
+    if (tinfer_decode(c, &b) != TINFER_OK) {
+        CHECK(0, "batched prefill (argmax only, %s): %s", how, tinfer_context_last_error(c));
+        return;
+    }
+    const int32_t order[4] = {2, 0, 3, 1};
+    for (int32_t i = 0; i < 4; i++)
+        first[i] = tinfer_get_argmax(c, last[order[i]]);
+    tinfer_context_stats q0 = {0}, q1 = {0};
+    tinfer_context_get_stats(c, &q0);
+    const tinfer_status qs = tinfer_decode_greedy_batch(c, 4, order, first, NQ, out, n_out);
+    tinfer_context_get_stats(c, &q1);
+    if (qs != TINFER_OK) {
+        CHECK(0, "decode_greedy_batch (%s): %s", how, tinfer_context_last_error(c));
+        return;
+    }
+    for (int32_t i = 0; i < 4; i++) {
+        const int32_t s = order[i];
+        tinfer_token gq[N_GREEDY];
+        gq[0] = first[i];
+        for (int32_t k = 0; k < NQ; k++)
+            gq[k + 1] = k < n_out[i] ? out[i * NQ + k] : -1;
+        char what[80];
+        snprintf(what, sizeof what, "sequence %d decode_greedy_batch (%s) vs alone", (int)s, how);
+        /* a pick that ends generation stops the sequence early: compare what it made */
+        const bool eog = n_out[i] < NQ && n_out[i] > 0 &&
+                         tinfer_token_is_eog(g, out[i * NQ + n_out[i] - 1]);
+        CHECK(n_out[i] == NQ || eog,
+              "sequence %d: decode_greedy_batch (%s) made %d of %d picks without ending "
+              "generation", (int)s, how, (int)n_out[i], (int)NQ);
+        CHECK(same_until_tie(gg[s], gq, gap[s], 1 + n_out[i], what),
+              "sequence %d: decode_greedy_batch (%s) differs from alone at a step that was no tie",
+              (int)s, how);
+        CHECK(tinfer_seq_len(c, s) == plen[s] + n_out[i],
+              "sequence %d holds %d tokens after decode_greedy_batch (%s), expected %d", (int)s,
+              (int)tinfer_seq_len(c, s), how, (int)(plen[s] + n_out[i]));
+    }
+    const long long steps = q1.steps - q0.steps, replays = q1.graph_replays - q0.graph_replays,
+                    nf = q1.fused_steps - q0.fused_steps;
+    printf("  decode_greedy_batch (%s): %lld steps, %lld graph replays, %lld fused\n", how,
+           steps, replays, nf);
+    if (fused)
+        CHECK(nf >= NQ && nf == steps, "decode_greedy_batch ran %lld of its %lld steps fused, "
+              "expected all (>= %d)", nf, steps, (int)NQ);
+    else
+        CHECK(replays >= NQ - 2 && nf == 0, "decode_greedy_batch (op by op) replayed %lld graphs "
+              "and fused %lld steps in %d", replays, nf, (int)NQ);
 }
 
 /* Check 7: NS sequences (prompts of 1 .. 10 tokens) decoded together for 4 steps, GPU vs CPU,
@@ -318,57 +389,13 @@ int main(int argc, char **argv) {
                   "sequence %d: batched decode differs from alone at a step that was no tie",
                   (int)s);
         }
-        { /* 4b. the 4 sequences' greedy steps queued on the device in one call
-           * (tinfer_decode_greedy_batch: op by op, each step's graph replayed with the picks fed
-           * on the device), given out of sequence order: each = decoded alone */
-            enum { NQ = N_GREEDY - 1 };
-            tinfer_seq_clear(cg, -1);
-            tinfer_token bt[64], first[4], out[4 * NQ];
-            int32_t pos[64], seq[64], n = 0, last[4], n_out[4];
-            int8_t want[64];
-            for (int32_t s = 0; s < 4; s++)
-                for (int32_t i = 0; i < plen[s]; i++, n++) {
-                    bt[n] = tok[s + i], pos[n] = i, seq[n] = s;
-                    want[n] = i == plen[s] - 1 ? 2 : 0;
-                    if (want[n]) last[s] = n;
-                }
-            tinfer_batch b = {n, bt, pos, seq, want};
-            CHECK(tinfer_decode(cg, &b) == TINFER_OK, "batched prefill (argmax only)");
-            const int32_t order[4] = {2, 0, 3, 1};
-            for (int32_t i = 0; i < 4; i++)
-                first[i] = tinfer_get_argmax(cg, last[order[i]]);
-            tinfer_context_stats q0 = {0}, q1 = {0};
-            tinfer_context_get_stats(cg, &q0);
-            const tinfer_status qs =
-                tinfer_decode_greedy_batch(cg, 4, order, first, NQ, out, n_out);
-            tinfer_context_get_stats(cg, &q1);
-            CHECK(qs == TINFER_OK, "decode_greedy_batch: %s", tinfer_context_last_error(cg));
-            for (int32_t i = 0; qs == TINFER_OK && i < 4; i++) {
-                const int32_t s = order[i];
-                tinfer_token gq[N_GREEDY];
-                gq[0] = first[i];
-                for (int32_t k = 0; k < NQ; k++)
-                    gq[k + 1] = k < n_out[i] ? out[i * NQ + k] : -1;
-                char what[64];
-                snprintf(what, sizeof what, "sequence %d decode_greedy_batch vs alone", (int)s);
-                /* a pick that ends generation stops the sequence early: compare what it made */
-                const bool eog = n_out[i] < NQ && n_out[i] > 0 &&
-                                 tinfer_token_is_eog(g, out[i * NQ + n_out[i] - 1]);
-                CHECK(n_out[i] == NQ || eog, "sequence %d: decode_greedy_batch made %d of %d "
-                      "picks without ending generation", (int)s, (int)n_out[i], (int)NQ);
-                CHECK(same_until_tie(gg[s], gq, gap[s], 1 + n_out[i], what),
-                      "sequence %d: decode_greedy_batch differs from alone at a step that was "
-                      "no tie", (int)s);
-                CHECK(tinfer_seq_len(cg, s) == plen[s] + n_out[i], "sequence %d holds %d "
-                      "tokens after decode_greedy_batch, expected %d", (int)s,
-                      (int)tinfer_seq_len(cg, s), (int)(plen[s] + n_out[i]));
-            }
-            printf("  decode_greedy_batch: %lld steps, %lld graph replays\n",
-                   (long long)(q1.steps - q0.steps),
-                   (long long)(q1.graph_replays - q0.graph_replays));
-            CHECK(q1.graph_replays - q0.graph_replays >= NQ - 2, "decode_greedy_batch replayed "
-                  "%lld graphs in %d steps", (long long)(q1.graph_replays - q0.graph_replays),
-                  (int)NQ);
+        /* 4b. op by op: each step's graph replayed */
+        greedy_batch(g, cg, tok, plen, gg, gap, false);
+        { /* 4c. the default context: steps of up to 8 sequences run fused */
+            tinfer_context *cq = context(g, 4, tinfer_context_default_params().cuda_fused_decode);
+            CHECK(cq != NULL, "default context of 4 sequences");
+            if (cq) greedy_batch(g, cq, tok, plen, gg, gap, true);
+            tinfer_context_free(cq);
         }
         { /* 5. the default context, one sequence at a time */
             tinfer_context *cd = context(g, 1, tinfer_context_default_params().cuda_fused_decode);
