@@ -54,6 +54,28 @@ static __device__ __forceinline__ void mma_words(float c[4], uint32_t a0, uint32
     mma16816(c, a, b0, b1);
 }
 
+/* w[u] = the flagged word at p + u STRIDE for u < n_on (0 past it), polled until every one
+ * carries epoch ep: ll_settle_n (decode_step_parts.cuh) with the offsets computed rather than
+ * kept in registers; every word loaded at once, each pass reloading every stale one. */
+template <int N, int STRIDE>
+static __device__ __forceinline__ void ll_load_settle(const uint64_t *p, int32_t n_on,
+                                                      uint64_t (&w)[N], uint32_t ep) {
+#pragma unroll
+    for (int u = 0; u < N; u++)
+        w[u] = u < n_on ? ll_load(p + u * STRIDE) : 0;
+    for (uint32_t spins = 0;; spins++) {
+        bool stale = false;
+#pragma unroll
+        for (int u = 0; u < N; u++)
+            if (u < n_on && (uint32_t)(w[u] >> 32) != ep) {
+                stale = true;
+                w[u] = ll_load(p + u * STRIDE);
+            }
+        if (!stale) return;
+        if (spins > DS_SPIN_LIMIT) __trap();
+    }
+}
+
 /* stage_norm (decode_step_parts.cuh) for several tokens, a warp a token (warp j: token j;
  * DS_WARPS >= DS_MAX_B): lane l loads words l, l + 32, ... of the token's row at once (E <= 1,024:
  * 32 at most), the sum of squares is one warp reduction, and no block barrier stands between the
@@ -71,20 +93,7 @@ static __device__ DS_PHASE void stage_norm_warps(uint16_t *xs, int32_t ldxs, con
         const uint64_t *src = x + (int64_t)(map ? map[j] : j) * E + lane;
         const int32_t n_on = (E - lane + 31) / 32; /* this lane's words: lane + 32 i < E */
         uint64_t wv[PL];
-#pragma unroll
-        for (int i = 0; i < PL; i++)
-            wv[i] = i < n_on ? ll_load(src + 32 * i) : 0;
-        for (uint32_t spins = 0;; spins++) { /* ll_settle_n with computed offsets */
-            bool stale = false;
-#pragma unroll
-            for (int i = 0; i < PL; i++)
-                if (i < n_on && (uint32_t)(wv[i] >> 32) != ep) {
-                    stale = true;
-                    wv[i] = ll_load(src + 32 * i);
-                }
-            if (!stale) break;
-            if (spins > DS_SPIN_LIMIT) __trap();
-        }
+        ll_load_settle<PL, 32>(src, n_on, wv, ep);
         float ss = 0.0f;
 #pragma unroll
         for (int i = 0; i < PL; i++) {
@@ -117,20 +126,7 @@ static __device__ DS_PHASE void stage_copy_many(uint16_t *xs, int32_t ldxs, cons
         const uint64_t *p = src + i0;
         const int32_t n_on = min(U, (total - i0 + DS_THREADS - 1) / DS_THREADS);
         uint64_t w[U];
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            w[u] = u < n_on ? ll_load(p + u * DS_THREADS) : 0;
-        for (uint32_t spins = 0;; spins++) { /* ll_settle_n with computed offsets */
-            bool stale = false;
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                if (u < n_on && (uint32_t)(w[u] >> 32) != ep) {
-                    stale = true;
-                    w[u] = ll_load(p + u * DS_THREADS);
-                }
-            if (!stale) break;
-            if (spins > DS_SPIN_LIMIT) __trap();
-        }
+        ll_load_settle<U, DS_THREADS>(p, n_on, w, ep);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             if (u < n_on) xs[j * ldxs + k] = (uint16_t)w[u];
