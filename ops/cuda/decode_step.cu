@@ -170,14 +170,8 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
                 trace_at(a, k, DS_T_COMPUTED);
                 ring_release(R, t);
                 trace_at(a, k, DS_T_DONE);
-                if (h == 0) { /* B. RoPE, the KV row, attention                  att [B, Q] */
-                    trace_at(a, k + 1, DS_T_WEIGHTS);
-                    trace_at(a, k + 1, DS_T_INPUTS);
-                    for (int32_t it = b; it < B * H; it += G)
-                        attention_item<D>(a, l, it, cs, sn, ep(l, 0), ep(l, 1), S);
-                    trace_at(a, k + 1, DS_T_COMPUTED);
-                    trace_at(a, k + 1, DS_T_DONE);
-                }
+                if (h == 0) /* B. RoPE, the KV row, attention                    att [B, Q] */
+                    phase_attention<D>(a, l, k + 1, B * H, b, G, cs, sn, ep(l, 0), ep(l, 1), S);
                 /* C. x_b = x_a + att · Wo^T (+ bo)                          x [B, E]
                  * E. x_a = x_b + act · Wdown^T                              x [B, E] */
                 const int32_t kr = k + 2 - h, Kr = h ? F : Q;
@@ -213,12 +207,7 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
         ring_release(R, t);
         trace_at(a, k, DS_T_DONE);
         /* B. RoPE, the KV row, attention of every (token, head)           att [B, Q] */
-        trace_at(a, k + 1, DS_T_WEIGHTS);
-        trace_at(a, k + 1, DS_T_INPUTS);
-        for (int32_t it = b; it < B * H; it += G)
-            attention_item<D>(a, l, it, cs, sn, ep(l, 0), ep(l, 1), S);
-        trace_at(a, k + 1, DS_T_COMPUTED);
-        trace_at(a, k + 1, DS_T_DONE);
+        phase_attention<D>(a, l, k + 1, B * H, b, G, cs, sn, ep(l, 0), ep(l, 1), S);
         /* C. x_b = x_a + att · Wo^T (+ bo)                                x [B, E] */
         phase_copy<NB>(xs, LDX, ll.att, ep(l, 1), Q, B);
         trace_at(a, k + 2, DS_T_INPUTS);

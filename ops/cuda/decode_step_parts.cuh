@@ -696,4 +696,19 @@ static __device__ DS_PHASE void attention_item(const ds_args &a, int32_t l, int3
     ds_sync(); /* S is reused by the block's next item */
 }
 
+/* Phase B of layer l (trace slot k): items b, b + G, ... of the n_items (token, query head)
+ * items, q, k and v of epoch ep_in, the attention output written with epoch ep. */
+template <int D>
+static __device__ DS_PHASE void phase_attention(const ds_args &a, int32_t l, int32_t k,
+                                                int32_t n_items, int32_t b, int32_t G,
+                                                const float *cs, const float *sn, uint32_t ep_in,
+                                                uint32_t ep, ds_att_smem<D> &S) {
+    trace_at(a, k, DS_T_WEIGHTS);
+    trace_at(a, k, DS_T_INPUTS);
+    for (int32_t it = b; it < n_items; it += G)
+        attention_item<D>(a, l, it, cs, sn, ep_in, ep, S);
+    trace_at(a, k, DS_T_COMPUTED);
+    trace_at(a, k, DS_T_DONE);
+}
+
 #endif
