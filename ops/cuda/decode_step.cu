@@ -42,8 +42,9 @@
  *                 output or the SwiGLU output: the same BF16 inputs the GEMV path feeds its
  *                 kernels); F32 sums, shuffle-reduced; the epilogue of gemm/cuda/bf16_epi.cuh
  *                 (bias, SwiGLU with __expf, residual add in F32, BF16 rounding where the step
- *                 path rounds). The instance for several tokens runs these and the LM head on
- *                 the tensor cores instead (decode_step_mma.cuh).
+ *                 path rounds). The instance for up to 8 tokens runs these on the tensor cores
+ *                 instead, and so do the instances from 2 tokens the LM head
+ *                 (decode_step_mma.cuh).
  *   attention     one (token, query head) item per block: q rotated (rope_cuda.cuh's arithmetic,
  *                 so the cache rows are the bits rope_kv writes), the token's own k / v row
  *                 rotated in shared memory and written to the cache by the item of the group's
@@ -64,7 +65,7 @@
 
 /* ---- the kernel ---- */
 
-template <int D, int NB> /* NB: the most tokens this instance serves (1 or 8) */
+template <int D, int NB> /* NB: the most tokens this instance serves (1, 2 or 8) */
 static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args a) {
     extern __shared__ __align__(128) unsigned char ds_smem[];
     const tinfer_op_cuda_step_model &m = a.m;
@@ -140,10 +141,11 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
     trace_at(a, 0, DS_T_COMPUTED);
     trace_at(a, 0, DS_T_DONE);
 
-    /* The several-token instance runs each layer as two halves of one code path (attention:
+    /* The several-token instances run each layer as two halves of one code path (attention:
      * A, B, C; feed-forward: D, E), so that its norm, staging and residual phases are inlined
      * once, not twice: the loop is the kernel's working set in the instruction cache (the head
-     * of decode_step_mma.cuh). The one-token instance keeps the loop it was measured with. */
+     * of decode_step_mma.cuh). The one-token instance keeps the loop it was measured with (the
+     * halves there: 339 against 335 us a step, H100, probe-decode-step --batch 1). */
     if constexpr (NB > 1)
         for (int32_t l = 0; l < NL; l++) {
             const tinfer_op_cuda_step_layer &L = Ls[l];
@@ -370,12 +372,14 @@ static tinfer_status ds_launch(const ds_args &a, int32_t grid, size_t smem, cuda
 }
 
 /* The instance for n tokens: NB 1 for one (the greedy decode of a single stream, the case the
- * fused step is for), else NB 8 (its token loops skip the tokens past n). Two instances a head
- * size, each with every phase inlined, keep the kernel's code within reason. */
+ * fused step is for), NB 2 for two (CUDA-core phases, decode_step_mma.cuh's DS_CC_MAX), else NB 8
+ * (tensor-core phases; its token loops skip the tokens past n). Three instances a head size,
+ * each with every phase inlined, keep the kernel's code within reason. */
 template <int D>
 static tinfer_status ds_launch_n(const ds_args &a, int32_t grid, size_t smem, cudaStream_t stream,
                                  tinfer_err *err) {
     if (a.n <= 1) return ds_launch<D, 1>(a, grid, smem, stream, err);
+    if (a.n <= DS_CC_MAX) return ds_launch<D, DS_CC_MAX>(a, grid, smem, stream, err);
     return ds_launch<D, 8>(a, grid, smem, stream, err);
 }
 

@@ -79,9 +79,9 @@ static __device__ __forceinline__ void ll_load_settle(const uint64_t *p, int32_t
 /* stage_norm (decode_step_parts.cuh) for several tokens, a warp a token (warp j: token j;
  * DS_WARPS >= DS_MAX_B): lane l loads words l, l + 32, ... of the token's row at once (E <= 1,024:
  * 32 at most), the sum of squares is one warp reduction, and no block barrier stands between the
- * loads and the scaling. (The one-token instance keeps stage_norm and stage_copy: with the
- * several-token staging and the padded stride together, its step measured 391 against 328 us on
- * an H100.) */
+ * loads and the scaling. (The CUDA-core instances keep stage_norm and stage_copy: with the
+ * several-token staging and the padded stride together, the one-token step measured 391 against
+ * 328 us on an H100.) */
 template <int NB>
 static __device__ DS_PHASE void stage_norm_warps(uint16_t *xs, int32_t ldxs, const uint64_t *x,
                                                  uint32_t ep, const uint16_t *w, const int32_t *map,
@@ -299,21 +299,27 @@ static __device__ DS_PHASE void lm_head_mma(const uint16_t *xs, int32_t ldxs, in
             if (2 * t + i < rows) am[warp * DS_MAX_B + 2 * t + i] = am_key(bv[i], bi[i]);
 }
 
-/* The phases' entry points for the kernel: the one-token instance (NB 1) on the CUDA cores
- * (decode_step_parts.cuh), the several-token instance here. */
+/* The phases' entry points for the kernel. Instances of up to DS_CC_MAX tokens run the norm,
+ * staging and GEMV phases on the CUDA cores (decode_step_parts.cuh), the instance of up to 8
+ * here; the LM head takes the tensor cores from 2 tokens on. Measured on an H100
+ * (probe-decode-step --ctx 64, us a step, two alternating rounds): at 2 tokens the CUDA-core
+ * phases 445 against 521 for the tensor-core instance, whose hops waited twice as long for their
+ * inputs (phase C 1.9 against 0.7 us a layer), at 4 tokens 693 against 536; the LM head at 2
+ * tokens 39 us on the CUDA cores against 25 on the tensor cores. */
+#define DS_CC_MAX 2
 template <int NB>
 static __device__ DS_PHASE void phase_norm(uint16_t *xs, int32_t ldxs, const uint64_t *x,
                                            uint32_t ep, const uint16_t *w, const int32_t *map,
                                            int32_t rows, int32_t E, float eps, float *red) {
-    if constexpr (NB == 1)
-        stage_norm<1>(xs, ldxs, x, ep, w, map, rows, E, eps, red);
+    if constexpr (NB <= DS_CC_MAX)
+        stage_norm<NB>(xs, ldxs, x, ep, w, map, rows, E, eps, red);
     else
         stage_norm_warps<NB>(xs, ldxs, x, ep, w, map, rows, E, eps);
 }
 template <int NB>
 static __device__ DS_PHASE void phase_copy(uint16_t *xs, int32_t ldxs, const uint64_t *src,
                                            uint32_t ep, int32_t K, int32_t rows) {
-    if constexpr (NB == 1)
+    if constexpr (NB <= DS_CC_MAX)
         stage_copy(xs, ldxs, src, ep, K, rows);
     else
         stage_copy_many<DS_BATCH_MANY>(xs, ldxs, src, ep, K, rows);
@@ -323,8 +329,8 @@ static __device__ DS_PHASE void phase_gemv(const uint16_t *xs, int32_t ldxs, int
                                            const uint16_t *Wt, int32_t R, int32_t K, int32_t n0,
                                            const uint16_t *bias, float *xo, void *Y, int64_t ldy,
                                            uint32_t ep, float *mr, int warp, int lane) {
-    if constexpr (NB == 1)
-        gemv_tile<OUT, 1>(xs, ldxs, rows, Wt, R, K, n0, bias, xo, Y, ldy, ep, warp, lane);
+    if constexpr (NB <= DS_CC_MAX)
+        gemv_tile<OUT, NB>(xs, ldxs, rows, Wt, R, K, n0, bias, xo, Y, ldy, ep, warp, lane);
     else
         gemv_mma<OUT>(xs, ldxs, rows, Wt, R, K, n0, bias, xo, Y, ldy, ep, mr, warp, lane);
 }
@@ -333,8 +339,8 @@ static __device__ DS_PHASE void phase_swiglu(const uint16_t *xs, int32_t ldxs, i
                                              const uint16_t *Wt, int32_t Rf, int32_t K,
                                              int32_t f0, uint64_t *act, int32_t F, uint32_t ep,
                                              float *mr, int warp, int lane) {
-    if constexpr (NB == 1)
-        swiglu_tile<1>(xs, ldxs, rows, Wt, Rf, K, f0, act, F, ep, warp, lane);
+    if constexpr (NB <= DS_CC_MAX)
+        swiglu_tile<NB>(xs, ldxs, rows, Wt, Rf, K, f0, act, F, ep, warp, lane);
     else
         swiglu_mma(xs, ldxs, rows, Wt, Rf, K, f0, act, F, ep, mr, warp, lane);
 }
