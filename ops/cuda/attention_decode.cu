@@ -7,7 +7,9 @@
  *
  * Work split (Dao et al. 2023, "Flash-Decoding for long-context inference"): a block owns one
  * (query, KV head g, batch of up to DEC_HB query heads of g, key range c). All query heads of a
- * KV head share the block, so each K/V row is read once per GQA group (up to DEC_HB heads). The
+ * KV head share the block, so each K/V row is read once per GQA group (up to DEC_HB heads);
+ * where the grid stays small enough to be resident at once, a block takes one query head
+ * instead, a quarter of the arithmetic on its critical path (dec_hb below). The
  * launcher cuts 0..L into chunks of `chunk` rows (a multiple of DEC_KT, >=
  * TINFER_OP_CUDA_DECODE_MIN_CHUNK unless L is shorter), as many as fill the GPU (about 2 blocks
  * per SM) and the workspace allows.
@@ -39,6 +41,7 @@
 #include "ops/cuda/rope_cuda.cuh"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 using namespace tops;
@@ -49,13 +52,39 @@ using namespace tops;
  * but 64 streams -5%. 8 key slots a lane group (instead of 4) was slower in every case. */
 #define DEC_THREADS_FEW 256
 #define DEC_THREADS_MANY 128
-#define DEC_HB 4    /* query heads per block (a GQA group larger than this takes several blocks) */
+/* Query heads per block: DEC_HB (a GQA group larger than this takes several blocks), so that
+ * each K / V row is read once for up to DEC_HB heads, or one where a head a block still keeps
+ * every block resident at once (up to DEC_HB1_BLOCKS_PER_SM per SM): a block then does a
+ * quarter of the dot products, softmax updates and merges, and a short context's call is the
+ * latency of one block's instructions (ncu, H100, 64 SmolLM2 sequences at 4 heads a block: 167
+ * registers a thread, ~2,400 instructions a warp at 6.5 cycles each, 10 us). Measured on an
+ * H100 against 4 heads a block, two alternating runs: SmolLM2 tg128-argmax at 64 sequences
+ * 70,600 / 71,800 against 68,700 / 68,400 tok/s (a step's kernels 854 against 887-890 us), at 16
+ * 22,600 / 23,000 against 22,100 / 21,800; Llama-3-8B tg64 182.1 against 178.7 tok/s, at 16
+ * sequences 2,393 against 2,397. TINFER_CUDA_ATTN_HB=1 or 4 forces one (a measurement knob,
+ * read once), as does tinfer_op_cuda_attention_decode_force_hb. */
+#define DEC_HB 4
+#define DEC_HB1_BLOCKS_PER_SM 8
 #define DEC_ROUND 4 /* key slots a lane group holds at a time */
 #define DEC_KT 64   /* key ranges are multiples of this */
 /* Blocks per SM the split aims for: enough resident blocks to hide the cache reads' latency. */
 #define DEC_BLOCKS_PER_SM 2
 
 /* ---- host: the plan and the workspace ---- */
+
+/* Query heads per block for n_dec queries (DEC_HB or 1; the comment at DEC_HB). Host
+ * arithmetic: the same for the same arguments, so the split below matches every launch. */
+static int dec_hb_forced; /* tinfer_op_cuda_attention_decode_force_hb */
+static int dec_hb(int n_sm, const attn_geom &geo, int32_t n_dec) {
+    static int env = -1;
+    if (env < 0) {
+        const char *e = getenv("TINFER_CUDA_ATTN_HB");
+        env = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "4") ? DEC_HB : 0;
+    }
+    if (dec_hb_forced) return dec_hb_forced;
+    if (env) return env;
+    return (int64_t)n_dec * geo.n_head <= (int64_t)DEC_HB1_BLOCKS_PER_SM * n_sm ? 1 : DEC_HB;
+}
 
 extern "C" tinfer_status tinfer_op_cuda_attention_plan(const int32_t *seq, const int32_t *pos,
                                                        int32_t n, int32_t *tiles, int32_t tiles_cap,
@@ -150,7 +179,7 @@ static __device__ __forceinline__ void dec_bf16x8(const uint4 v, float f[8]) {
  * Before griddepcontrol.wait the block reads only metadata (dec, pos, seq, inv_freq: uploaded by
  * copies, never written by the kernel launched before this one) to build its RoPE table and
  * ask L2 for its first round of cache rows (a prefetch cannot return stale data). */
-template <int D, bool DIRECT, bool ROPE, int NT>
+template <int D, bool DIRECT, bool ROPE, int NT, int HB>
 static __global__ void __launch_bounds__(NT)
     decode_kernel(uint16_t *__restrict__ out, const uint16_t *__restrict__ qkv,
                   const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
@@ -161,7 +190,7 @@ static __global__ void __launch_bounds__(NT)
     constexpr int KPW = 32 / LPK;          /* keys per warp at a time */
     constexpr int NW = NT / 32;            /* warps */
     constexpr int KPB = KPW * NW;          /* keys per block at a time */
-    constexpr int U = DEC_ROUND, HB = DEC_HB;
+    constexpr int U = DEC_ROUND;
     __shared__ float qs[HB][D];
     __shared__ float cs_sh[ROPE ? D / 2 : 1], sn_sh[ROPE ? D / 2 : 1];
     __shared__ __align__(16) uint16_t kp_sh[ROPE ? D : 8], vp_sh[ROPE ? D : 8];
@@ -403,11 +432,12 @@ static __global__ void __launch_bounds__(D)
  * arguments. */
 static void decode_split(int n_sm, const attn_geom &geo, int32_t D, int32_t n_dec, int32_t max_len,
                          const float *ws, size_t ws_bytes, int32_t *chunk_out, int32_t *n_split) {
+    const int HB = dec_hb(n_sm, geo, n_dec);
     int64_t bucket = DEC_KT;
     while (bucket < max_len) bucket *= 2;
     if (bucket > geo.n_ctx) bucket = geo.n_ctx > max_len ? geo.n_ctx : max_len;
     max_len = (int32_t)bucket;
-    const int32_t G = geo.n_head / geo.n_head_kv, n_hb = (G + DEC_HB - 1) / DEC_HB;
+    const int32_t G = geo.n_head / geo.n_head_kv, n_hb = (G + HB - 1) / HB;
     const int64_t base_blocks = (int64_t)n_dec * geo.n_head_kv * n_hb;
     int64_t want = ((int64_t)DEC_BLOCKS_PER_SM * n_sm + base_blocks - 1) / base_blocks;
     const int64_t by_len =
@@ -424,6 +454,16 @@ static void decode_split(int n_sm, const attn_geom &geo, int32_t D, int32_t n_de
     *n_split = (max_len + chunk - 1) / chunk;
 }
 
+/* The kernel instance for a launch: head batch HB, single or split form, fused RoPE or not, 256
+ * or 128 threads. */
+template <int D, bool DIRECT, int HB>
+static auto dec_pick(bool rope, bool few) {
+    return rope ? (few ? decode_kernel<D, DIRECT, true, DEC_THREADS_FEW, HB>
+                       : decode_kernel<D, DIRECT, true, DEC_THREADS_MANY, HB>)
+                : (few ? decode_kernel<D, DIRECT, false, DEC_THREADS_FEW, HB>
+                       : decode_kernel<D, DIRECT, false, DEC_THREADS_MANY, HB>);
+}
+
 template <int D>
 static tinfer_status decode_launch(uint16_t *out, const uint16_t *qkv, const tinfer_op_cuda_kv *kv,
                                    const attn_geom &geo, const int32_t *pos, const int32_t *seq,
@@ -432,10 +472,11 @@ static tinfer_status decode_launch(uint16_t *out, const uint16_t *qkv, const tin
                                    tinfer_err *err) {
     tinfer_status status = TINFER_OK;
     tinfer_cuda_facts facts;
-    const int32_t G = geo.n_head / geo.n_head_kv, n_hb = (G + DEC_HB - 1) / DEC_HB;
     const tinfer_status fs = tinfer_cuda_current_facts(&facts, err);
     if (fs != TINFER_OK) return fs;
     {
+        const int hb = dec_hb(facts.n_sm, geo, n_dec);
+        const int32_t G = geo.n_head / geo.n_head_kv, n_hb = (G + hb - 1) / hb;
         int32_t chunk, n_split;
         decode_split(facts.n_sm, geo, D, n_dec, max_len, ws, ws_bytes, &chunk, &n_split);
         const dim3 grid((unsigned)n_dec, (unsigned)(geo.n_head_kv * n_hb), (unsigned)n_split);
@@ -444,14 +485,8 @@ static tinfer_status decode_launch(uint16_t *out, const uint16_t *qkv, const tin
         const bool rope = inv_freq != nullptr;
         const bool few = (int64_t)grid.x * grid.y * grid.z < facts.n_sm;
         const int nt = few ? DEC_THREADS_FEW : DEC_THREADS_MANY;
-        auto *direct = rope ? (few ? decode_kernel<D, true, true, DEC_THREADS_FEW>
-                                   : decode_kernel<D, true, true, DEC_THREADS_MANY>)
-                            : (few ? decode_kernel<D, true, false, DEC_THREADS_FEW>
-                                   : decode_kernel<D, true, false, DEC_THREADS_MANY>);
-        auto *split = rope ? (few ? decode_kernel<D, false, true, DEC_THREADS_FEW>
-                                  : decode_kernel<D, false, true, DEC_THREADS_MANY>)
-                           : (few ? decode_kernel<D, false, false, DEC_THREADS_FEW>
-                                  : decode_kernel<D, false, false, DEC_THREADS_MANY>);
+        auto *direct = hb == 1 ? dec_pick<D, true, 1>(rope, few) : dec_pick<D, true, DEC_HB>(rope, few);
+        auto *split = hb == 1 ? dec_pick<D, false, 1>(rope, few) : dec_pick<D, false, DEC_HB>(rope, few);
         if (n_split == 1) {
             TOPS_LAUNCH(err, "attention decode_kernel", direct, grid, nt, 0, stream, out, qkv,
                         kv->k, kv->v, pos, seq, dec, geo, chunk, 1, w, inv_freq, kv->k, kv->v);
@@ -508,6 +543,10 @@ extern "C" tinfer_status tinfer_op_cuda_attention_decode_rope(
     TOPS_REQUIRE(err, inv_freq != NULL, "attention_decode_rope", "NULL inv_freq");
     return decode_entry(out, qkv, kv, layer, inv_freq, pos, seq, dec, n_dec, max_len, ws, ws_bytes,
                         stream, err);
+}
+
+extern "C" void tinfer_op_cuda_attention_decode_force_hb(int hb) {
+    dec_hb_forced = hb == 1 ? 1 : hb == DEC_HB ? DEC_HB : 0;
 }
 
 extern "C" tinfer_status tinfer_op_cuda_attention_decode_split(const tinfer_op_cuda_kv *kv,

@@ -140,6 +140,11 @@ tinfer_status tinfer_op_cuda_attention_decode_rope(uint16_t *out, const uint16_t
                                                    size_t ws_bytes, cudaStream_t stream,
                                                    tinfer_err *err);
 
+/* Query heads a decode attention block takes: 1 or 4 forces it for every later launch, anything
+ * else restores the rule (attention_decode.cu, DEC_HB). For tests and measurements; not
+ * thread-safe. */
+void tinfer_op_cuda_attention_decode_force_hb(int hb);
+
 /* The key ranges tinfer_op_cuda_attention_decode cuts 0..max_len into for these arguments
  * (*chunk rows each, *n_split of them): host arithmetic on the current device's SM count. A
  * captured CUDA graph of the decode launch replays correctly while these stay the same. */

@@ -84,6 +84,13 @@ void test_attention_plan_host(void) {
 }
 
 /* ---- the kernels ---- */
+/* the decode kernel's forced head batch (0: the rule's), named in the labels */
+static int forced_hb;
+static void force_hb(int hb) {
+    forced_hb = hb;
+    tinfer_op_cuda_attention_decode_force_hb(hb);
+}
+
 static void run_attention_case(const attn_case &c) {
     const int32_t hd = c.hd, kvd = c.n_head_kv * hd, qd = c.n_head * hd;
     const int32_t QKV = (c.n_head + 2 * c.n_head_kv) * hd, n_seq = (int32_t)c.seqs.size();
@@ -92,6 +99,7 @@ static void run_attention_case(const attn_case &c) {
                       c.n_head_kv, hd, c.n_ctx);
     for (const auto &s : c.seqs)
         lp += snprintf(label + lp, sizeof label - (size_t)lp, " %d@%d", s.len, s.start);
+    if (forced_hb) lp += snprintf(label + lp, sizeof label - (size_t)lp, " (hb %d)", forced_hb);
     std::vector<int32_t> pos, seq;
     for (int32_t s = 0; s < n_seq; s++)
         for (int32_t t = 0; t < c.seqs[s].len; t++)
@@ -238,8 +246,14 @@ void test_attention_all(int quick) {
             d.seqs.push_back({1, (int32_t)(rnd_u32() % 2048u)});
         cases.push_back(d);
     }
-    for (const auto &c : cases)
-        run_attention_case(c);
+    /* every case with the decode kernel's head batches as the rule picks them (one head a block
+     * at these sizes) and forced to 4 heads a block (the rule's pick for large batches) */
+    for (int hb : {0, 4}) {
+        force_hb(hb);
+        for (const auto &c : cases)
+            run_attention_case(c);
+    }
+    force_hb(0);
 }
 
 /* ---- the fused decode step: tinfer_op_cuda_attention_decode_rope ----
@@ -253,8 +267,9 @@ static void run_decode_rope_case(int32_t n_head, int32_t n_head_kv, int32_t hd, 
                                  bool with_ws) {
     char label[200];
     snprintf(label, sizeof label,
-             "attention_decode_rope = rope_kv + decode heads=%d/%d hd=%d n_ctx=%d seqs=%zu%s",
-             n_head, n_head_kv, hd, n_ctx, pos.size(), with_ws ? "" : " (no workspace)");
+             "attention_decode_rope = rope_kv + decode heads=%d/%d hd=%d n_ctx=%d seqs=%zu%s%s",
+             n_head, n_head_kv, hd, n_ctx, pos.size(), with_ws ? "" : " (no workspace)",
+             forced_hb ? " (hb 4)" : "");
     const int32_t n = (int32_t)pos.size(), kvd = n_head_kv * hd, qd = n_head * hd;
     const int32_t QKV = qd + 2 * kvd;
     std::vector<int32_t> seq(n), dec(n);
@@ -339,4 +354,9 @@ void test_attention_decode_rope_all(int quick) {
             many.push_back((int32_t)(rnd_u32() % 2048u));
         run_decode_rope_case(8, 8, 64, 2048, 1, 0, many, true);
     }
+    /* 4 heads a block (the rule picks one at these sizes): the fused RoPE rows again */
+    force_hb(4);
+    run_decode_rope_case(9, 3, 64, 4096, 2, 1, p64, true);
+    run_decode_rope_case(12, 1, 64, 300, 1, 0, {0, 299, 64}, true);
+    force_hb(0);
 }
