@@ -180,6 +180,7 @@ struct tinfer_epi8 {
     int64_t M, nout, F, ldy, ldr;
     bool sw, f32, v16;
     bool nx, rss; /* the split RMSNorm's producer / consumer side (read from the arguments) */
+    bool nw16;    /* the producer's norm weights nw are 16-byte aligned */
 };
 
 static __device__ __forceinline__ tinfer_epi8 tinfer_epi8_make(const tinfer_gemm_bf16_args &a, bool v16) {
@@ -197,6 +198,7 @@ static __device__ __forceinline__ tinfer_epi8 tinfer_epi8_make(const tinfer_gemm
     e.v16 = v16;
     e.nx = a.nx != NULL;
     e.rss = a.rss != NULL;
+    e.nw16 = a.nx && (uintptr_t)a.nw % 16 == 0;
     return e;
 }
 /* Host side: may Y and R (when set) take 16-byte stores of 8 outputs (rows 16-byte aligned)? */
@@ -206,13 +208,15 @@ static inline bool tinfer_bf16_epi_v16_ok(const tinfer_gemm_bf16_args &a) {
 }
 
 /* What the 16-byte path of tinfer_bf16_epi_store8 reads from global memory besides the
- * accumulators: the split RMSNorm's words of row m (rss) and the residual's 8 values (R: 8 F32 in
- * r0, r1 or 8 BF16 in r0). Both are earlier kernels' outputs, so a kernel may load them right
- * after its griddepcontrol.wait (tinfer_bf16_epi_pre8) and hand them to store8, which then does not
- * begin with an L2 round trip after the main loop; without them store8 loads them itself. */
+ * accumulators: the split RMSNorm's words of row m (rss), the residual's 8 values (R: 8 F32 in
+ * r0, r1 or 8 BF16 in r0) and the producer's 8 norm weights (nw, 8 BF16 in w8). The first two are
+ * earlier kernels' outputs, the weights static, so a kernel may load them right after its
+ * griddepcontrol.wait (tinfer_bf16_epi_pre8) and hand them to store8, which then does not begin
+ * with an L2 round trip after the main loop; without them store8 loads them itself. */
 struct tinfer_epi8_pre {
     unsigned long long s0, s1;
     uint4 r0, r1;
+    uint4 w8;
 };
 static __device__ __forceinline__ bool tinfer_epi8_v16_at(const tinfer_epi8 &e, int64_t j0) {
     return e.v16 && j0 + 8 <= e.nout;
@@ -223,6 +227,7 @@ static __device__ __forceinline__ void tinfer_bf16_epi_pre8(const tinfer_epi8 &e
                                                             int64_t j0, tinfer_epi8_pre &p) {
     if (!tinfer_epi8_v16_at(e, j0)) return;
     if (e.rss) p.s0 = __ldcg(a.rss + 2 * m), p.s1 = __ldcg(a.rss + 2 * m + 1);
+    if (e.nw16) p.w8 = *(const uint4 *)(a.nw + j0);
     if (e.R) {
         if (e.f32) {
             const uint4 *rp = (const uint4 *)((const float *)e.R + m * e.ldr + j0);
@@ -269,9 +274,18 @@ static __device__ __forceinline__ void tinfer_bf16_epi_store8(const tinfer_epi8 
         if (e.nx) { /* 8 BF16 of nx in one 16-byte store where its row allows */
             unsigned long long hi = 0, lo = 0;
             uint16_t o[8];
+            float wn[8];
+            if (e.nw16) {
+                const uint4 w8 = pre ? pre->w8 : *(const uint4 *)(a.nw + j0);
+                wn[0] = tinfer_bf16_lo(w8.x); wn[1] = tinfer_bf16_hi(w8.x); wn[2] = tinfer_bf16_lo(w8.y); wn[3] = tinfer_bf16_hi(w8.y);
+                wn[4] = tinfer_bf16_lo(w8.z); wn[5] = tinfer_bf16_hi(w8.z); wn[6] = tinfer_bf16_lo(w8.w); wn[7] = tinfer_bf16_hi(w8.w);
+            } else {
+#pragma unroll
+                for (int k = 0; k < 8; k++) wn[k] = tinfer_bf16f(a.nw[j0 + k]);
+            }
 #pragma unroll
             for (int k = 0; k < 8; k++) {
-                o[k] = tinfer_f2bf16(v[k] * tinfer_bf16f(a.nw[j0 + k]));
+                o[k] = tinfer_f2bf16(v[k] * wn[k]);
                 unsigned long long h, l;
                 tinfer_nss_words(v[k] * v[k], h, l);
                 hi += h;
