@@ -163,7 +163,7 @@ static __device__ __forceinline__ void dec_bf16x8(const uint4 v, float f[8]) {
     f[6] = __uint_as_float(v.w << 16), f[7] = __uint_as_float(v.w & 0xffff0000u);
 }
 
-/* One block: query qi, KV head g, its query heads h0 .. h0 + nh - 1 (nh <= DEC_HB), keys
+/* One block: query qi, KV head g, its query heads h0 .. h0 + nh - 1 (nh <= HB), keys
  * [r0, r1) of range c. Lane group kw (D/8 lanes, 8 dims each) takes keys r0 + kw, r0 + kw + KPB,
  * ..., DEC_ROUND of them a round, with one online softmax per head; the next round's K and V rows
  * are loaded while this round's are used. At the end the lane groups merge by shuffles and the
