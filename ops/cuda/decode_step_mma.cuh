@@ -20,8 +20,10 @@
  * warp takes 16 rows at a time over the whole of E, so no reduction between warps; the greedy
  * pick of each token is reduced across the lanes that hold it.
  *
- * Staging: the RMSNorm phases take a warp a token (stage_norm_warps), the others every token's
- * words in one pass (stage_copy_many).
+ * Staging: the RMSNorm phases take a warp a token (stage_norm_warps); the others, as the
+ * CUDA-core instances, stage_copy (8 words a thread in flight a pass: with 24, so that 8 tokens of
+ * F = 1,536 took 2 passes instead of 6, an H100 step measured 533-540 against 505-506 us at 4
+ * tokens and 605-611 against 578-581 at 8, probe-decode-step --ctx 64).
  * Code size: the kernel's layer loop is its working set in the SM's instruction cache, and this
  * instance's phases are larger than the one-token ones. Measured on an H200 (probe-decode-step,
  * 8 tokens, 64 keys), with the instance's sm_90a code size: 224 KB, 869 us a step; the layer as
@@ -110,30 +112,6 @@ static __device__ DS_PHASE void stage_norm_warps(uint16_t *xs, int32_t ldxs, con
                                           bf16_to_f32(w[lane + 32 * i]));
     }
     ds_sync(); /* xs complete */
-}
-
-/* stage_copy for several tokens: U words a thread in flight (word u of a pass at src + i0 +
- * u DS_THREADS, offsets computed): 8 tokens of F = 1,536 are 48 words a thread, 2 passes of 24
- * instead of stage_copy's 6 of 8, each pass an L2 round trip. */
-#define DS_BATCH_MANY 24
-template <int U>
-static __device__ DS_PHASE void stage_copy_many(uint16_t *xs, int32_t ldxs, const uint64_t *src,
-                                           uint32_t ep, int32_t K, int32_t rows) {
-    const int tid = threadIdx.x;
-    const int32_t total = rows * K;
-    int32_t j = 0, k = tid; /* element i0 = j * K + k of this thread's pass */
-    for (int32_t i0 = tid; i0 < total; i0 += U * DS_THREADS) {
-        const uint64_t *p = src + i0;
-        const int32_t n_on = min(U, (total - i0 + DS_THREADS - 1) / DS_THREADS);
-        uint64_t w[U];
-        ll_load_settle<U, DS_THREADS>(p, n_on, w, ep);
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            if (u < n_on) xs[j * ldxs + k] = (uint16_t)w[u];
-            if ((k += DS_THREADS) >= K) k -= K, j++;
-        }
-    }
-    ds_sync();
 }
 
 /* acc[0] += tile a (16 rows of K, row stride K; rows at or past na read row 0, their sums unused)
@@ -319,10 +297,7 @@ static __device__ DS_PHASE void phase_norm(uint16_t *xs, int32_t ldxs, const uin
 template <int NB>
 static __device__ DS_PHASE void phase_copy(uint16_t *xs, int32_t ldxs, const uint64_t *src,
                                            uint32_t ep, int32_t K, int32_t rows) {
-    if constexpr (NB <= DS_CC_MAX)
-        stage_copy(xs, ldxs, src, ep, K, rows);
-    else
-        stage_copy_many<DS_BATCH_MANY>(xs, ldxs, src, ep, K, rows);
+    stage_copy(xs, ldxs, src, ep, K, rows);
 }
 template <int OUT, int NB>
 static __device__ DS_PHASE void phase_gemv(const uint16_t *xs, int32_t ldxs, int32_t rows,
