@@ -103,7 +103,8 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
     float *xo = red + (DS_WARPS + 1) * DS_MAX_B;                           /* [B][RE] own x */
     tinfer_op_cuda_step_layer *Ls = (tinfer_op_cuda_step_layer *)(xo + a.xr_floats); /* [NL] */
     ds_att_smem<D> &S = *(ds_att_smem<D> *)(Ls + NL);
-    float *mr = (float *)(&S + 1); /* [DS_MMA_RED]: the tensor-core phases' (NB > 1) */
+    ds_meta &M = *(ds_meta *)(&S + 1);
+    float *mr = (float *)(&M + 1); /* [DS_MMA_RED]: the tensor-core phases' (NB > 1) */
     R.layers = Ls;
     R.q0 = q0, R.q1 = q1, R.e0 = e0, R.e1 = e1, R.f0 = f0, R.f1 = f1;
 
@@ -133,11 +134,15 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
         xo[tid] = v;
         ll_put(ll.xa + (int64_t)j * E + e, __float_as_uint(v), ep0);
     }
+    if (tid < B) {
+        M.pos[tid] = a.pos[tid], M.seq[tid] = a.seq[tid];
+        M.out_rows[tid] = tid < a.n_out ? a.out_rows[tid] : 0;
+    }
     for (int32_t i = tid; i < B * (D / 2); i += DS_THREADS) {
         const int32_t j = i / (D / 2), p = a.pos[j];
         rope_table(p, m.inv_freq, D / 2, cs + j * (D / 2), sn + j * (D / 2), i % (D / 2), D / 2);
     }
-    ds_sync(); /* xo, cs, sn complete */
+    ds_sync(); /* xo, M, cs, sn complete */
     trace_at(a, 0, DS_T_COMPUTED);
     trace_at(a, 0, DS_T_DONE);
 
@@ -163,7 +168,7 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
                 if (h == 0) {
                     phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL,
                                                ll.qkv, QKV, ep(l, 0), mr, warp, lane);
-                    prefetch_kv(a, l);
+                    prefetch_kv(a, M, l);
                 } else {
                     phase_swiglu<NB>(xs, LDX, B, W + E, f1 - f0, E, f0, ll.act, F, ep(l, 3), mr,
                                      warp, lane);
@@ -173,7 +178,7 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
                 ring_release(R, t);
                 trace_at(a, k, DS_T_DONE);
                 if (h == 0) /* B. RoPE, the KV row, attention                    att [B, Q] */
-                    phase_attention<D>(a, l, k + 1, B * H, b, G, cs, sn, ep(l, 0), ep(l, 1), S);
+                    phase_attention<D>(a, M, l, k + 1, B * H, b, G, cs, sn, ep(l, 0), ep(l, 1), S);
                 /* C. x_b = x_a + att · Wo^T (+ bo)                          x [B, E]
                  * E. x_a = x_b + act · Wdown^T                              x [B, E] */
                 const int32_t kr = k + 2 - h, Kr = h ? F : Q;
@@ -203,13 +208,13 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
         trace_at(a, k, DS_T_INPUTS);
         phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL, ll.qkv, QKV,
                                    ep(l, 0), mr, warp, lane);
-        prefetch_kv(a, l);
+        prefetch_kv(a, M, l);
         ds_sync(); /* stage t used */
         trace_at(a, k, DS_T_COMPUTED);
         ring_release(R, t);
         trace_at(a, k, DS_T_DONE);
         /* B. RoPE, the KV row, attention of every (token, head)           att [B, Q] */
-        phase_attention<D>(a, l, k + 1, B * H, b, G, cs, sn, ep(l, 0), ep(l, 1), S);
+        phase_attention<D>(a, M, l, k + 1, B * H, b, G, cs, sn, ep(l, 0), ep(l, 1), S);
         /* C. x_b = x_a + att · Wo^T (+ bo)                                x [B, E] */
         phase_copy<NB>(xs, LDX, ll.att, ep(l, 1), Q, B);
         trace_at(a, k + 2, DS_T_INPUTS);
@@ -248,7 +253,7 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
     if (a.n_out > 0) {
         const uint16_t *W = ring_wait(R, 4 * NL); /* out_norm */
         trace_at(a, kh, DS_T_WEIGHTS);
-        phase_norm<NB>(xs, LDX, ll.xa, ep(NL - 1, 4), W, a.out_rows, a.n_out, E, m.eps, red);
+        phase_norm<NB>(xs, LDX, ll.xa, ep(NL - 1, 4), W, M.out_rows, a.n_out, E, m.eps, red);
         trace_at(a, kh, DS_T_INPUTS);
         phase_lm_head<NB>(xs, LDX, a.n_out, m.lm_head, v0, v1, E, a.b.logits, V, am, warp, lane);
         ds_sync();
@@ -311,7 +316,8 @@ static bool ds_plan_for(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda
                         (size_t)DS_MAX_B * (size_t)LDX * 2 + (size_t)DS_MMA_RED * 4 +
                         2 * (size_t)DS_MAX_B * (size_t)(D / 2) * 4 +
                         (size_t)(DS_WARPS + 1) * DS_MAX_B * 4 + (size_t)xr * 4 +
-                        (size_t)m->n_layer * sizeof(tinfer_op_cuda_step_layer) + att + 16;
+                        (size_t)m->n_layer * sizeof(tinfer_op_cuda_step_layer) + att +
+                        sizeof(ds_meta) + 16;
     if (rest + 2 * (size_t)tile > TINFER_OP_CUDA_STEP_MAX_SMEM) return false;
     P->stage_bytes = (uint32_t)tile;
     P->n_stages = (int32_t)std::min<int64_t>(DS_MAX_STAGES,

@@ -208,14 +208,21 @@ static __device__ __forceinline__ void ring_release(const ds_ring &R, int32_t t)
     mbar_arrive(R.empty + t % R.S);
 }
 
+/* The step's token metadata, copied to shared memory at the kernel's start: the phases that
+ * need a position, a sequence or an output row (attention, its KV prefetch, the LM head's
+ * RMSNorm) would otherwise open with a global load, an L2 round trip on their critical path. */
+struct ds_meta {
+    int32_t pos[DS_MAX_B], seq[DS_MAX_B], out_rows[DS_MAX_B];
+};
+
 /* Ask L2 for the cache rows 0..p-1 of the KV head of each attention item this block will take
  * in layer l (the next phase): they were written by earlier steps and may have left L2 since. */
-static __device__ __forceinline__ void prefetch_kv(const ds_args &a, int32_t l) {
+static __device__ __forceinline__ void prefetch_kv(const ds_args &a, const ds_meta &M, int32_t l) {
     const tinfer_op_cuda_kv &kv = a.kv;
     const int32_t H = kv.n_head, G = H / kv.n_head_kv, D = kv.head_dim;
     const int64_t kvd = (int64_t)kv.n_head_kv * D;
     for (int32_t it = blockIdx.x; it < a.n * H; it += gridDim.x) {
-        const int32_t j = it / H, h = it % H, p = a.pos[j], s = a.seq[j];
+        const int32_t j = it / H, h = it % H, p = M.pos[j], s = M.seq[j];
         if (p < 0 || p > kv.n_ctx || s < 0 || s >= kv.n_seq || p > DS_MAX_KEYS) continue;
         const int64_t base = (((int64_t)s * kv.n_layer + l) * kv.n_ctx) * kvd + (int64_t)(h / G) * D;
         const int32_t lines = D * 2 / 128; /* 128-byte lines a row */
@@ -540,9 +547,9 @@ template <int D> struct ds_att_smem {
  * (D/8 lanes, 8 dims each) kw of the block takes keys kw, kw + KPB, kw + 2 KPB, ..., DS_ROUND of
  * them a round, with its own online softmax (running max m, sum ls, acc). */
 template <int D>
-static __device__ DS_PHASE void attention_item(const ds_args &a, int32_t l, int32_t it, const float *cs,
-                                      const float *sn, uint32_t ep_in, uint32_t ep,
-                                      ds_att_smem<D> &S) {
+static __device__ DS_PHASE void attention_item(const ds_args &a, const ds_meta &M, int32_t l,
+                                               int32_t it, const float *cs, const float *sn,
+                                               uint32_t ep_in, uint32_t ep, ds_att_smem<D> &S) {
     constexpr int LPK = D / 8;        /* lanes per key: 8 BF16 each */
     constexpr int KPW = 32 / LPK;     /* keys per warp at a time */
     constexpr int KPB = KPW * DS_WARPS;
@@ -551,7 +558,7 @@ static __device__ DS_PHASE void attention_item(const ds_args &a, int32_t l, int3
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int32_t H = kv.n_head, HKV = kv.n_head_kv, G = H / HKV;
     const int32_t j = it / H, h = it % H, g = h / G;
-    const int32_t p = a.pos[j], s = a.seq[j];
+    const int32_t p = M.pos[j], s = M.seq[j];
     const int64_t QKV = (int64_t)(H + 2 * HKV) * D;
     uint64_t *out = a.ll.att + (int64_t)j * H * D + (int64_t)h * D;
     if (p < 0 || p >= kv.n_ctx || p >= DS_MAX_KEYS || s < 0 || s >= kv.n_seq) {
@@ -699,14 +706,14 @@ static __device__ DS_PHASE void attention_item(const ds_args &a, int32_t l, int3
 /* Phase B of layer l (trace slot k): items b, b + G, ... of the n_items (token, query head)
  * items, q, k and v of epoch ep_in, the attention output written with epoch ep. */
 template <int D>
-static __device__ DS_PHASE void phase_attention(const ds_args &a, int32_t l, int32_t k,
-                                                int32_t n_items, int32_t b, int32_t G,
+static __device__ DS_PHASE void phase_attention(const ds_args &a, const ds_meta &M, int32_t l,
+                                                int32_t k, int32_t n_items, int32_t b, int32_t G,
                                                 const float *cs, const float *sn, uint32_t ep_in,
                                                 uint32_t ep, ds_att_smem<D> &S) {
     trace_at(a, k, DS_T_WEIGHTS);
     trace_at(a, k, DS_T_INPUTS);
     for (int32_t it = b; it < n_items; it += G)
-        attention_item<D>(a, l, it, cs, sn, ep_in, ep, S);
+        attention_item<D>(a, M, l, it, cs, sn, ep_in, ep, S);
     trace_at(a, k, DS_T_COMPUTED);
     trace_at(a, k, DS_T_DONE);
 }
