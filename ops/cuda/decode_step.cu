@@ -79,8 +79,12 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
     const int32_t LDX = NB == 1 ? KX : ds_ldxs(KX);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int32_t G = gridDim.x, b = blockIdx.x;
-    /* this block's rows of each matrix */
-    const int32_t q0 = part(QKV, b, G), q1 = part(QKV, b + 1, G);
+    /* this block's rows of each matrix. Where it costs the others no rows (ds_na), the NA
+     * blocks that take the step's (token, head) attention items get no QKV rows: they wait for
+     * q, k and v from phase A's other blocks, instead of finishing rows of their own first. */
+    const int32_t NA = ds_na(B * H, QKV, G);
+    const int32_t q0 = b < NA ? 0 : part(QKV, b - NA, G - NA);
+    const int32_t q1 = b < NA ? 0 : part(QKV, b - NA + 1, G - NA);
     const int32_t e0 = part(E, b, G), e1 = part(E, b + 1, G), RE = e1 - e0;
     const int32_t f0 = part(F, b, G), f1 = part(F, b + 1, G);
     const int32_t v0 = part(V, b, G), v1 = part(V, b + 1, G);
@@ -160,15 +164,17 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
                 const int32_t k = 1 + 5 * l + 3 * h; /* trace slot of phase A or D */
                 /* A. xb = rmsnorm(x_a) · attn_norm; qkv = xb · Wqkv^T (+ b)   qkv [B, QKV]
                  * D. xb = rmsnorm(x_b) · ffn_norm; act = silu(xb Wg^T) * (xb Wu^T) act [B, F] */
+                if (h == 0) prefetch_kv(a, M, l); /* phase B's cached keys and values */
                 const uint16_t *W = ring_wait(R, t);
                 trace_at(a, k, DS_T_WEIGHTS);
-                phase_norm<NB>(xs, LDX, h ? ll.xb : ll.xa, h ? ep(l, 2) : ep_x, W, NULL, B, E,
-                               m.eps, red);
+                if (h == 1 || q1 > q0) /* else an attention block: nothing to compute in A */
+                    phase_norm<NB>(xs, LDX, h ? ll.xb : ll.xa, h ? ep(l, 2) : ep_x, W, NULL, B,
+                                   E, m.eps, red);
                 trace_at(a, k, DS_T_INPUTS);
                 if (h == 0) {
-                    phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL,
-                                               ll.qkv, QKV, ep(l, 0), mr, warp, lane);
-                    prefetch_kv(a, M, l);
+                    if (q1 > q0)
+                        phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv,
+                                                   NULL, ll.qkv, QKV, ep(l, 0), mr, warp, lane);
                 } else {
                     phase_swiglu<NB>(xs, LDX, B, W + E, f1 - f0, E, f0, ll.act, F, ep(l, 3), mr,
                                      warp, lane);
@@ -202,13 +208,16 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
         const uint32_t ep_x = l ? ep(l - 1, 4) : ep0; /* x_a's epoch */
         const int32_t k = 1 + 5 * l;                 /* trace slot of phase A */
         /* A. xb = rmsnorm(x_a) · attn_norm; qkv = xb · Wqkv^T (+ b)         qkv [B, QKV] */
+        prefetch_kv(a, M, l); /* phase B's cached keys and values, asked of L2 */
         const uint16_t *W = ring_wait(R, t); /* attn_norm, then the QKV rows */
         trace_at(a, k, DS_T_WEIGHTS);
-        phase_norm<NB>(xs, LDX, ll.xa, ep_x, W, NULL, B, E, m.eps, red);
-        trace_at(a, k, DS_T_INPUTS);
-        phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL, ll.qkv, QKV,
-                                   ep(l, 0), mr, warp, lane);
-        prefetch_kv(a, M, l);
+        if (q1 > q0) { /* else an attention block: nothing to compute in A */
+            phase_norm<NB>(xs, LDX, ll.xa, ep_x, W, NULL, B, E, m.eps, red);
+            trace_at(a, k, DS_T_INPUTS);
+            phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL, ll.qkv,
+                                       QKV, ep(l, 0), mr, warp, lane);
+        } else
+            trace_at(a, k, DS_T_INPUTS);
         ds_sync(); /* stage t used */
         trace_at(a, k, DS_T_COMPUTED);
         ring_release(R, t);
@@ -305,7 +314,7 @@ static bool ds_plan_for(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda
     auto most = [G](int64_t N) { return (N + G - 1) / G; }; /* rows a block gets at most */
     if (DS_MAX_B * most(E) > DS_THREADS) return false; /* embed: an own row of x a thread */
     const int64_t xr = (DS_MAX_B * most(E) + 3) / 4 * 4;   /* floats, 16-byte multiple */
-    int64_t tile = E + most(QKV) * E; /* ring tiles (tile_of), in elements */
+    int64_t tile = E + most(QKV) * E; /* ring tiles (tile_of), in elements; ds_na keeps it */
     tile = std::max(tile, most(E) * Q);
     tile = std::max(tile, E + 2 * most(F) * E);
     tile = std::max(tile, most(E) * F);

@@ -66,6 +66,18 @@ static __device__ __forceinline__ uint64_t global_ns(void) {
     return t;
 }
 
+/* How many blocks take the step's n_items attention items and no QKV rows (decode_step.cu):
+ * all n_items where the other blocks' share of the QKV rows is no larger for it than that of
+ * every block, else none. Measured (H100, probe-decode-step --ctx 64): one SmolLM2 token (9
+ * items; 123 blocks of at most 8 rows, as 132) 326-328 against 330 us a step; two tokens (18
+ * items; 114 blocks of 9 rows against 8, a warp with two) 447-449 against 433-436. */
+static __host__ __device__ __forceinline__ int32_t ds_na(int32_t n_items, int32_t QKV,
+                                                         int32_t G) {
+    if (n_items >= G) return 0;
+    const int32_t most = (QKV + G - 1) / G, most_na = (QKV + G - n_items - 1) / (G - n_items);
+    return most_na <= most ? n_items : 0;
+}
+
 /* First of block b's rows when N rows are shared by G blocks. */
 static __device__ __forceinline__ int32_t part(int32_t N, int32_t b, int32_t G) {
     return (int32_t)((int64_t)N * b / G);
@@ -216,7 +228,10 @@ struct ds_meta {
 };
 
 /* Ask L2 for the cache rows 0..p-1 of the KV head of each attention item this block will take
- * in layer l (the next phase): they were written by earlier steps and may have left L2 since. */
+ * in layer l's phase B: they were written by earlier steps and may have left L2 since. Issued
+ * as phase A opens, before its inputs are waited for (issued after A's GEMV instead, the
+ * prefetches delayed the attention blocks' start of B: H100, probe-decode-step --ctx 64, a step
+ * 330 against 338 us at one token, 481 against 502 at 4, 565 against 588 at 8). */
 static __device__ __forceinline__ void prefetch_kv(const ds_args &a, const ds_meta &M, int32_t l) {
     const tinfer_op_cuda_kv &kv = a.kv;
     const int32_t H = kv.n_head, G = H / kv.n_head_kv, D = kv.head_dim;

@@ -319,6 +319,12 @@ void test_decode_step_all(int quick) {
     run_step_case({576, 9, 3, 64, 1536, 2, 1000}, {70}, -1);
     run_step_case({576, 9, 3, 64, 1536, 2, 1000}, {0, 64, 1023}, -1);
     run_step_case({320, 10, 2, 64, 512, 2, 500}, {1, 200}, -1);
+    /* attention blocks without QKV rows (ds_na) in every instance: on 132 SMs, 448 QKV rows
+     * at 4 a block leave room for 20 blocks to take none, so 5 heads of up to 4 tokens do
+     * (SmolLM2's one token and the 4-head model's, above, do too) */
+    run_step_case({320, 5, 1, 64, 512, 2, 500}, {70}, -1);
+    run_step_case({320, 5, 1, 64, 512, 2, 500}, {1, 65}, -1);
+    run_step_case({320, 5, 1, 64, 512, 2, 500}, {3, 70, 200, 0}, -1);
     /* the several-token instance full (8 tokens), and with more rows a block than one pass of
      * its tensor-core phases takes (132 SMs: QKV 6,144 -> 47 rows a block, 2 passes of 32;
      * gate 4,864 -> 37, 3 passes of 16); the one-token instance on the same shapes */
