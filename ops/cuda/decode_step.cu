@@ -36,8 +36,9 @@
  *                 alternates between two buffers (phase D reads x_b, phase A x_a). Block b is
  *                 the only writer of its rows of x (the embedding, O and down all split x the
  *                 same way), so it keeps them in shared memory and never reads them back.
- *   GEMV phases   the block's rows from shared memory, one row per warp at a time, 8 BF16 per
- *                 lane per 16-byte read, dotted with each of the step's B token vectors, which
+ *   GEMV phases   the block's rows from shared memory, one row per warp at a time (gate/up:
+ *                 rows f and f + 8 together, their reductions overlapping), 8 BF16 per lane
+ *                 per 16-byte read, dotted with each of the step's B token vectors, which
  *                 every block first stages in shared memory as BF16 (the normed x, the attention
  *                 output or the SwiGLU output: the same BF16 inputs the GEMV path feeds its
  *                 kernels); F32 sums, shuffle-reduced; the epilogue of gemm/cuda/bf16_epi.cuh
