@@ -151,7 +151,7 @@ extern "C" int tinfer_bench_gemm_bf16(int argc, char **argv) {
         const struct { const char *n; int64_t N, K; } ms[] = {
             {"smol_qkv", 960, 576},     {"smol_o", 576, 576},       {"smol_gateup", 3072, 576},
             {"smol_down", 576, 1536},   {"smol_lmhead", 49152, 576}, {"llama_qkv", 6144, 4096},
-            {"llama_gateup", 28672, 4096}, {"llama_down", 4096, 14336}};
+            {"llama_o", 4096, 4096},    {"llama_gateup", 28672, 4096}, {"llama_down", 4096, 14336}};
         for (const auto &s : ms)
             for (int64_t M : {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048}) {
                 if (g_quick && M != 1 && M != 16 && M != 512) continue;

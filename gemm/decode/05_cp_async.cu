@@ -6,7 +6,8 @@
  * Change from 04: 04's lanes load W straight into the mma fragment layout, so one warp load
  * instruction touches 8 rows x 64 B; measured 2.1-2.4 TB/s on Llama-3-8B shapes against 3.3 for
  * rung 03's row-contiguous loads (first H200 run, gemm/decode/README.md). Here a block of 256
- * threads owns 16 output columns (32 weight rows with SwiGLU) and streams K in tiles of 256: each
+ * threads owns 16 weight rows (16 output columns; with SwiGLU 8 gate rows and their 8 up rows, so
+ * 8 outputs: see "SwiGLU" below) and streams K in tiles of 256: each
  * stage is 16 rows x 512 B, loaded with cp.async.cg (16 B, L1 bypass, zero-fill past K and past N),
  * warp w loading rows w and w + 8 (whole 512 B rows). G05_STAGES = 6 stages keep 5 x 8 KB in
  * flight per block (~80 KB per SM at 2 blocks/SM; HOPPER_GEMM_NOTES §7 asks for >= 32 KB).
@@ -27,7 +28,7 @@
  * (QKV 22.9, gate/up 76.3 us), so dispatch takes it only for K >= 8192.
  * Tried and reverted (run 3): prefetching X one stage ahead plus the .L2::256B hint made
  * down 45.6 us (+31%); which of the two did it was not separated.
- * X staging (plain path, not SwiGLU): the pass's 8 * NT token rows of each k-tile are copied by
+ * X staging: the pass's 8 * NT token rows of each k-tile are copied by
  * cp.async into the stage together with W (same commit group, same XOR layout, so a lane's X
  * granule has the index of its W granule); the mma reads X from shared memory instead of an
  * __ldg issued right in front of it. Rung 07 showed that X in shared memory removes the growth
@@ -70,15 +71,15 @@
  *   down (06) 33.0 / 34.4: PDL saves 1.2-1.8 us per launch back to back.
  *   Occupancy (cudaOccupancyMaxActiveBlocksPerMultiprocessor, test-gemv-pdl): 4 blocks/SM at
  *   every M <= 16 (51 / 54 / 47.5 / 50 / 55 / 48 / 48 KB at xr = 1 / 2 / 3 / 4 / 6 / 8 / 16);
- *   SwiGLU (X not staged) 96 KB, 2 blocks/SM.
+ *   SwiGLU (X not staged, then) 96 KB, 2 blocks/SM.
  *   Shared memory was the cost of staging: with PDL off, the unstaged kernel at M = 1 took
  *   QKV 18.3, gate/up 64.3, down (05) 45.8 us against 16.3 / 59.2 / 32.8 staged (1 row, 4 blocks);
  *   forcing 6 stages at M = 8 (72 KB, 3 blocks/SM) took 17.6 / 66.0 / 38.8 (06) against
  *   16.9 / 61.7 / 34.4 with 4 stages (4 blocks). The unstaged kernel itself is slower than in
  *   run 4 (down 05 M = 1: 45.8 vs 35.0 us; not investigated: candidates are the max-shared
  *   carveout, which leaves L1 28 KB for its __ldg of a 28 KB X row, and the 64-register cap);
- *   it now runs only for SwiGLU (gate/up + SwiGLU 64.3 / 79.7 us at M = 1 / 8, X not staged:
- *   still +24%) or when forced by --gemv05-xstage.
+ *   it then ran for SwiGLU (gate/up + SwiGLU 64.3 / 79.7 us at M = 1 / 8, X not staged:
+ *   still +24%; SwiGLU is staged now, below) and runs only when forced by --gemv05-xstage.
  *   Where launch_dependents sits (run 1 and 2): at the start, rung 05 got slower (run 2: QKV
  *   17.4 vs 14.6, down (05) 41.0 vs 30.9): the next grid's blocks take the SM slots the running
  *   one leaves, wherever they are; after the last loads (mode 4): QKV 15.8 / 17.1 at M = 1 / 8
@@ -108,6 +109,15 @@
  * us, 105-108% of the copy rate, against 13.6-13.8 (86-87%) for the read that waits; the GEMV must
  * wait for its X, and a block holds only its first S - 1 k-tiles (56 of 128 KB) before it. An L2
  * prefetch of the rest before the wait (--gemv05-prefetch 4 / 9) made it slower: 15.2 / 17.4.
+ * SwiGLU: a block's 16 weight rows are the gate rows of 8 outputs (mma rows g) and their up rows
+ * (rows g + 8), so the two sums of an output land in one lane's accumulators and the block is
+ * the plain kernel's shape: X staged, 4 blocks per SM, the early weight stream. It was a block
+ * of 32 rows (16 outputs) with X read by __ldg, 96 KB of stages and 2 blocks per SM. H100,
+ * `tinfer-bench-gemm bf16 model --w-static --only llama_gateup:1,llama_gateup:8`, two
+ * alternating rounds against the 32-row kernel in one call: Llama-3-8B gate/up + SwiGLU at M = 1
+ * 76.6-76.7 us (100.6-100.9% of the copy rate) against 81.7-81.9 (94.2-94.5%), at M = 8 78.3
+ * against 93.9-94.1; the plain store of the same weight 76.5-76.9. `tinfer-bench` tg128 on
+ * Llama-3-8B (random weights) 187.2 / 187.6 against 181.1-181.5 tok/s.
  * Measurement knobs (gemm/cuda/knobs.h, read on every call; tinfer-bench-gemm sets them from the
  * flags named here; a bad value makes the call fail with TINFER_ERR_INVALID_ARG):
  *   --gemv-pdl 0..4           0: plain launches; 1..4: PDL with launch_dependents 1: at the
@@ -139,7 +149,10 @@
 
 #define G05_WARPS 8
 #define G05_KT 256
-/* Stages of the unstaged kernels (X from global, and SwiGLU): 6 x 8 KB (16 KB with SwiGLU). */
+/* Outputs a block owns: 16, or with SwiGLU 8 (its 16 weight rows are 8 gate rows and their 8 up
+ * rows). */
+#define G05_OUTS(swi) ((swi) ? 8 : 16)
+/* Stages of the unstaged kernel (X from global, only where --gemv05-xstage asks): 6 x 8 KB. */
 #define G05_STAGES 6
 /* Blocks per SM the X-staged kernel's stage count is chosen for: the unstaged M = 1 kernel's
  * occupancy (48 KB of stages -> 4 blocks in the H200's 228 KB per SM), at which it streamed
@@ -183,21 +196,25 @@ static size_t g05_smem(int stages, int rw, int xr) { return (size_t)stages * (si
  * (launch_dependents 1: at the start, 2: after the main loop, 3: never, i.e. at exit, 4: once the
  * last k-tile's loads are issued). pf: W k-tiles per row prefetched into L2 before the wait. */
 template <int NT, bool SWI, int KS, bool XSTAGE, int S>
-static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PER_SM) gemv05_kernel(tinfer_gemm_bf16_args a, int xr, int pdl, int pf,
-                                                                                                     int early) {
-    constexpr int RW = SWI ? 32 : 16; /* weight rows per block */
-    constexpr int NZ = SWI ? 2 : 1;
-    /* XSTAGE (plain path only): X is staged through the pipeline with W: the xr token rows of
-     * each k-tile land in shared memory with the stage, so no mma waits on a global X load. */
-    constexpr bool XS = XSTAGE && !SWI;
+static __global__ void __launch_bounds__(G05_WARPS * 32, G05_BLOCKS_PER_SM) gemv05_kernel(tinfer_gemm_bf16_args a, int xr, int pdl, int pf,
+                                                                                          int early) {
+    constexpr int RW = 16; /* weight rows per block: 16 outputs, or (SWI) 8 gate rows and their 8 up rows */
+    /* XSTAGE: X is staged through the pipeline with W: the xr token rows of each k-tile land in
+     * shared memory with the stage, so no mma waits on a global X load. */
+    constexpr bool XS = XSTAGE;
     extern __shared__ uint4 g05_stage[]; /* [S][RW][32] granules of 16 B, then (XS) [S][xr][32] of X */
     uint4 *const g05_x = g05_stage + S * RW * 32;
-    /* [G05_WARPS][NZ][16][16] partial sums, in the stage area after the loop (8 or 16 KB, within
-     * one stage): no static buffer, so the stages alone set the occupancy */
+    /* [G05_WARPS][16][16] partial sums, in the stage area after the loop (8 KB, within one
+     * stage): no static buffer, so the stages alone set the occupancy */
     float *const red = reinterpret_cast<float *>(g05_stage);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int64_t nout = tinfer_gemm_bf16_nout(a);
-    const int64_t j0 = (int64_t)blockIdx.x * 16, m0 = (int64_t)blockIdx.y * 8 * NT, F = a.N / 2;
+    const int64_t j0 = (int64_t)blockIdx.x * G05_OUTS(SWI), m0 = (int64_t)blockIdx.y * 8 * NT, F = a.N / 2;
+    /* weight row of the block's row r: output j0 + r, or (SWI) gate j0 + r for r < 8 and up
+     * F + j0 + r - 8, so that a gate row and its up row are rows g and g + 8 of one mma tile and
+     * their sums meet in the same lane; and whether that output exists */
+    auto wrow_of = [&](int r) -> int64_t { return SWI ? (r < 8 ? j0 + r : F + j0 + r - 8) : j0 + r; };
+    auto row_ok = [&](int r) { return j0 + (SWI ? r % 8 : r) < nout; };
     const int64_t nkt_all = (a.K + G05_KT - 1) / G05_KT;
     const int rank = KS > 1 ? (int)blockIdx.z : 0;
     const int64_t per = (nkt_all + KS - 1) / KS, kt0 = rank * per;
@@ -208,9 +225,8 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
         for (int i = 0; i < RW * 32 / (G05_WARPS * 32); i++) {
             if (!with_w) break;
             const int idx = threadIdx.x + i * G05_WARPS * 32, r = idx / 32, q = idx % 32;
-            const int64_t col = j0 + (r % 16), k = (kt0 + kt) * G05_KT + q * 8;
-            const int64_t wrow = r < 16 ? col : F + col;
-            const bool ok = col < nout && k < a.K;
+            const int64_t k = (kt0 + kt) * G05_KT + q * 8, wrow = wrow_of(r);
+            const bool ok = row_ok(r) && k < a.K;
             cp_async16(&g05_stage[(st * RW + r) * 32 + (q ^ (r & 7))], ok ? (const void *)(a.W + wrow * a.ldw + k) : (const void *)a.W,
                        ok ? 16u : 0u);
         }
@@ -243,10 +259,10 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
         const int64_t pf0 = early ? npro : 0;
         if (threadIdx.x < RW && nkt > pf0 && pf > 0) {
             const int r = threadIdx.x;
-            const int64_t col = j0 + (r % 16), wrow = r < 16 ? col : F + col;
+            const int64_t wrow = wrow_of(r);
             const int64_t kb = (kt0 + pf0) * G05_KT, nt = nkt - pf0 < pf ? nkt - pf0 : pf;
             const int64_t ke = (kt0 + pf0 + nt) * G05_KT < a.K ? (kt0 + pf0 + nt) * G05_KT : a.K;
-            if (col < nout) tdec::prefetch_l2_bulk(a.W + wrow * a.ldw + kb, (uint32_t)((ke - kb) * 2));
+            if (row_ok(r)) tdec::prefetch_l2_bulk(a.W + wrow * a.ldw + kb, (uint32_t)((ke - kb) * 2));
         }
         if (early)
             for (int st = 0; st < npro; st++) load_stage(st, st, true, false);
@@ -261,16 +277,16 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
     }
     if (pdl == 4 && nkt < S) tdec::pdl_launch_dependents(); /* every load already issued */
 
-    float cg[NT][4], cu[NT][4];
+    float cg[NT][4];
 #pragma unroll
     for (int n = 0; n < NT; n++)
 #pragma unroll
-        for (int i = 0; i < 4; i++) cg[n][i] = cu[n][i] = 0.f;
+        for (int i = 0; i < 4; i++) cg[n][i] = 0.f;
     const bool x0ok = m0 + g < a.M, x1ok = m0 + 8 + g < a.M;
     const uint16_t *x0 = a.X + (x0ok ? m0 + g : 0) * a.ldx;
     const uint16_t *x1 = a.X + (x1ok ? m0 + 8 + g : 0) * a.ldx;
     const uint4 z = make_uint4(0, 0, 0, 0);
-    const int q = (4 * warp + t) ^ (g & 7); /* rows g, g+8, 16+g, 24+g share (row & 7) = g & 7 */
+    const int q = (4 * warp + t) ^ (g & 7); /* rows g and g + 8 share (row & 7) = g & 7 */
     const bool xs0 = g < xr, xs1 = 8 + g < xr; /* this lane's token rows are staged */
 
     for (int64_t kt = 0; kt < nkt; kt++) {
@@ -301,14 +317,6 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
             mma_16816(cg[n], w0.x, w1.x, w0.y, w1.y, xb[n].x, xb[n].y);
             mma_16816(cg[n], w0.z, w1.z, w0.w, w1.w, xb[n].z, xb[n].w);
         }
-        if (SWI) {
-            const uint4 u0 = sb[(16 + g) * 32 + q], u1 = sb[(24 + g) * 32 + q];
-#pragma unroll
-            for (int n = 0; n < NT; n++) {
-                mma_16816(cu[n], u0.x, u1.x, u0.y, u1.y, xb[n].x, xb[n].y);
-                mma_16816(cu[n], u0.z, u1.z, u0.w, u1.w, xb[n].z, xb[n].w);
-            }
-        }
     }
     if (pdl == 2) tdec::pdl_launch_dependents();
     /* Only empty groups can still be pending; after the barrier no warp reads a stage again,
@@ -320,20 +328,20 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int row = g + 8 * (i >> 1), tok = 8 * n + 2 * t + (i & 1);
-            red[((warp * NZ + 0) * 16 + row) * 16 + tok] = cg[n][i];
-            if (SWI) red[((warp * NZ + NZ - 1) * 16 + row) * 16 + tok] = cu[n][i];
+            red[(warp * 16 + row) * 16 + tok] = cg[n][i];
         }
+    /* one thread an output: row `row` (SWI: gate row `row`, up row row + 8) and token tok */
     const int row = threadIdx.x % 16, tok = threadIdx.x / 16;
     const int64_t m = m0 + tok, j = j0 + row;
-    const bool out_ok = tok < 8 * NT && m < a.M && j < nout;
+    const bool out_ok = tok < 8 * NT && m < a.M && row < G05_OUTS(SWI) && j < nout;
     if (KS == 1) {
         __syncthreads();
         if (!out_ok) return;
         float sg = 0.f, su = 0.f;
 #pragma unroll
         for (int w = 0; w < G05_WARPS; w++) {
-            sg += red[((w * NZ + 0) * 16 + row) * 16 + tok];
-            if (SWI) su += red[((w * NZ + NZ - 1) * 16 + row) * 16 + tok];
+            sg += red[(w * 16 + row) * 16 + tok];
+            if (SWI) su += red[(w * 16 + row + 8) * 16 + tok];
         }
         tinfer_bf16_epi_store(a, m, j, sg, su);
     } else {
@@ -347,9 +355,8 @@ static __global__ void __launch_bounds__(G05_WARPS * 32, SWI ? 1 : G05_BLOCKS_PE
                 const float *rr = r == 0 ? red : cl.map_shared_rank(red, r);
 #pragma unroll
                 for (int w = 0; w < G05_WARPS; w++) {
-                    const int i0 = ((w * NZ + 0) * 16 + row) * 16 + tok, i1 = ((w * NZ + NZ - 1) * 16 + row) * 16 + tok;
-                    sg += rr[i0];
-                    if (SWI) su += rr[i1];
+                    sg += rr[(w * 16 + row) * 16 + tok];
+                    if (SWI) su += rr[(w * 16 + row + 8) * 16 + tok];
                 }
             }
             tinfer_bf16_epi_store(a, m, j, sg, su);
@@ -382,7 +389,7 @@ int tinfer_gemv_pdl_mode(void) { return g05_get_switches().pdl; }
 
 /* Stages of the X-staged kernel with xr token rows: the most (up to G05_MAX_STAGES, at least 3)
  * that keep bps blocks on an SM (each block also costs the runtime's reserved shared memory).
- * Unstaged and SwiGLU kernels keep G05_STAGES. */
+ * The unstaged kernel keeps G05_STAGES. */
 static int g05_auto_stages(const tinfer_cuda_facts *d, int xr, int bps) {
     for (int st = bps >= G05_BLOCKS_PER_SM ? G05_STAGES : G05_MAX_STAGES; st > 3; st--)
         if ((size_t)bps * (g05_smem(st, 16, xr) + (size_t)d->smem_reserved) <= (size_t)d->smem_per_sm) return st;
@@ -395,7 +402,8 @@ static int g05_auto_stages(const tinfer_cuda_facts *d, int xr, int bps) {
  * (Llama QKV: 384 blocks are 73% of 4 x 132 slots and 97% of 3 x 132). */
 static int g05_auto_bps(const tinfer_gemm_bf16_args *a, const tinfer_cuda_facts *d, int ks, int pdl, const g05_switches *sw) {
     if (sw->bps > 0) return sw->bps;
-    const int64_t blocks = (tinfer_gemm_bf16_nout(*a) + 15) / 16 * ((a->M + 15) / 16) * ks; /* passes of 8 or 16 tokens */
+    const int64_t outs = G05_OUTS(a->swiglu != 0);
+    const int64_t blocks = (tinfer_gemm_bf16_nout(*a) + outs - 1) / outs * ((a->M + 15) / 16) * ks; /* passes of 8 or 16 tokens */
     const int64_t slots4 = (int64_t)G05_BLOCKS_PER_SM * d->n_sm, slots3 = slots4 - d->n_sm;
     if (!pdl || !a->w_static || !sw->early_w || blocks * 100 >= (int64_t)G05_EARLY_MIN_FILL_PCT * slots4) return G05_BLOCKS_PER_SM;
     return blocks * 100 >= (int64_t)G05_EARLY_MIN_FILL_PCT * slots3 && blocks <= slots3 ? G05_BLOCKS_PER_SM - 1 : G05_BLOCKS_PER_SM;
@@ -408,14 +416,14 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
     tinfer_status status = TINFER_OK;
     const int64_t nout = tinfer_gemm_bf16_nout(*a);
     const int64_t passes = (a->M + 8 * NT - 1) / (8 * NT);
-    constexpr int RW = SWI ? 32 : 16;
-    const int smem = (int)g05_smem(S, RW, XSTAGE && !SWI ? xr : 0);
-    const int smem_max = (int)g05_smem(S, RW, XSTAGE && !SWI ? 8 * NT : 0); /* the opt-in covers every xr */
+    constexpr int OUTS = G05_OUTS(SWI);
+    const int smem = (int)g05_smem(S, 16, XSTAGE ? xr : 0);
+    const int smem_max = (int)g05_smem(S, 16, XSTAGE ? 8 * NT : 0); /* the opt-in covers every xr */
     static int attr_dev = -1;
     /* resident blocks per SM of this instantiation at each staged-X row count (its shared memory),
      * queried once per count, and the SMs, of attr_dev */
     static int occ_xr[8 * NT + 1], d_sm = 0;
-    if (passes > 65535 || (nout + 15) / 16 > 0x7fffffff)
+    if (passes > 65535 || (nout + OUTS - 1) / OUTS > 0x7fffffff)
         return tinfer_err_set(err, TINFER_ERR_INVALID_ARG, "gemv_bf16 05: M=%lld N=%lld too large",
                               (long long)a->M, (long long)a->N);
     if (attr_dev != dev) { /* > 48 KB of dynamic shared memory must be asked for once per device */
@@ -432,7 +440,7 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
         TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gemv05_kernel<NT, SWI, KS, XSTAGE, S>,
                                                                             G05_WARPS * 32, (size_t)smem));
         info->stages = S;
-        info->x_rows = XSTAGE && !SWI ? xr : 0;
+        info->x_rows = XSTAGE ? xr : 0;
         info->tokens_per_pass = 8 * NT;
         info->smem_bytes = smem;
         info->blocks_per_sm = occ;
@@ -440,7 +448,7 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
         return TINFER_OK;
     }
     {
-        dim3 grid((unsigned)((nout + 15) / 16), (unsigned)passes, KS);
+        dim3 grid((unsigned)((nout + OUTS - 1) / OUTS), (unsigned)passes, KS);
         cudaLaunchConfig_t cfg;
         cudaLaunchAttribute attr[2];
         memset(&cfg, 0, sizeof cfg);
@@ -461,7 +469,7 @@ static tinfer_status gemv05_launch(const tinfer_gemm_bf16_args *a, cudaStream_t 
          * --gemv-pdl chose the place), so the next grid's blocks start their W loads while
          * this one drains. --gemv-early-w 0: never; 2: at any grid size (tests). */
         const g05_switches sw = g05_get_switches();
-        const int xi = XSTAGE && !SWI ? xr : 0;
+        const int xi = XSTAGE ? xr : 0;
         if (pdl && a->w_static && !occ_xr[xi])
             TINFER_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_xr[xi], gemv05_kernel<NT, SWI, KS, XSTAGE, S>,
                                                                                 G05_WARPS * 32, (size_t)smem));
@@ -482,17 +490,23 @@ cleanup:
     return status;
 }
 
-template <int NT, int KS>
+template <int NT, bool SWI, int KS>
 static tinfer_status gemv05_staged(const tinfer_gemm_bf16_args *a, cudaStream_t s, int stages, int xr, int pdl, int dev,
                                    tinfer_gemv05_info *info, tinfer_err *err) {
     switch (stages) {
-    case 8: return gemv05_launch<NT, false, KS, true, 8>(a, s, xr, pdl, dev, info, err);
-    case 7: return gemv05_launch<NT, false, KS, true, 7>(a, s, xr, pdl, dev, info, err);
-    case 6: return gemv05_launch<NT, false, KS, true, 6>(a, s, xr, pdl, dev, info, err);
-    case 5: return gemv05_launch<NT, false, KS, true, 5>(a, s, xr, pdl, dev, info, err);
-    case 4: return gemv05_launch<NT, false, KS, true, 4>(a, s, xr, pdl, dev, info, err);
-    default: return gemv05_launch<NT, false, KS, true, 3>(a, s, xr, pdl, dev, info, err);
+    case 8: return gemv05_launch<NT, SWI, KS, true, 8>(a, s, xr, pdl, dev, info, err);
+    case 7: return gemv05_launch<NT, SWI, KS, true, 7>(a, s, xr, pdl, dev, info, err);
+    case 6: return gemv05_launch<NT, SWI, KS, true, 6>(a, s, xr, pdl, dev, info, err);
+    case 5: return gemv05_launch<NT, SWI, KS, true, 5>(a, s, xr, pdl, dev, info, err);
+    case 4: return gemv05_launch<NT, SWI, KS, true, 4>(a, s, xr, pdl, dev, info, err);
+    default: return gemv05_launch<NT, SWI, KS, true, 3>(a, s, xr, pdl, dev, info, err);
     }
+}
+template <int NT, int KS>
+static tinfer_status gemv05_staged_sw(const tinfer_gemm_bf16_args *a, cudaStream_t s, int stages, int xr, int pdl, int dev,
+                                      tinfer_gemv05_info *info, tinfer_err *err) {
+    return a->swiglu ? gemv05_staged<NT, true, KS>(a, s, stages, xr, pdl, dev, info, err)
+                     : gemv05_staged<NT, false, KS>(a, s, stages, xr, pdl, dev, info, err);
 }
 
 /* Rungs 05 (KS = 1) and 06 (KS = 2): picks the instantiation for this M and launches it. */
@@ -513,16 +527,17 @@ static tinfer_status gemv05_run(const tinfer_gemm_bf16_args *a, cudaStream_t s, 
         return tinfer_err_set(err, TINFER_ERR_UNSUPPORTED, "gemv_bf16 06: thread-block clusters need sm_90 (device is sm_%d*)", d.cc_major);
     const int pdl = d.cc_major >= 9 ? sw->pdl : 0; /* griddepcontrol is sm_90 */
     const bool one_tile = a->M <= 8;
-    if (a->swiglu)
-        return one_tile ? gemv05_launch<1, true, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err)
-                        : gemv05_launch<2, true, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err);
-    if (a->M < sw->xstage_min_m)
+    if (a->M < sw->xstage_min_m) {
+        if (a->swiglu)
+            return one_tile ? gemv05_launch<1, true, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err)
+                            : gemv05_launch<2, true, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err);
         return one_tile ? gemv05_launch<1, false, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err)
                         : gemv05_launch<2, false, KS, false, G05_STAGES>(a, s, 0, pdl, dev, info, err);
+    }
     const int xr = (int)(a->M < 16 ? a->M : 16); /* min(M, 8 * NT): only rows that exist are staged */
     const int stages = sw->stages > 0 ? sw->stages : g05_auto_stages(&d, xr, g05_auto_bps(a, &d, KS, pdl, sw));
-    return one_tile ? gemv05_staged<1, KS>(a, s, stages, xr, pdl, dev, info, err)
-                    : gemv05_staged<2, KS>(a, s, stages, xr, pdl, dev, info, err);
+    return one_tile ? gemv05_staged_sw<1, KS>(a, s, stages, xr, pdl, dev, info, err)
+                    : gemv05_staged_sw<2, KS>(a, s, stages, xr, pdl, dev, info, err);
 }
 
 tinfer_status tinfer_gemv_bf16_cp_async(const tinfer_gemm_bf16_args *a, cudaStream_t s, tinfer_err *err) {

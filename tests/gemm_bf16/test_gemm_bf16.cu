@@ -155,6 +155,11 @@ int main(int argc, char **argv) {
         {1, 16400, 576, BF, 0, 0, 0},   {9, 16390, 1000, F, 1, 0, 0},   {17, 16408, 264, BF, 0, 1, 0},
         {4, 20000, 72, F, 0, 0, 0},     {16, 16385, 576, BF, 1, 1, 0},  {32, 16400, 576, F, 1, 1, 0},
         {40, 16392, 72, BF, 0, 0, 0},   {33, 16400, 1000, BF, 1, 0, 0},
+        /* SwiGLU through rungs 05 / 06's blocks of 8 gate and 8 up rows: a ragged last block
+         * (nout % 8 = 4, 2), the early-stream grid at one token (1,501 blocks), 9 and 16 tokens
+         * (two token tiles), and rung 06's split K (K >= 8192) */
+        {1, 2 * 1004, 1000, BF, 0, 0, 1}, {9, 2 * 36, 520, F, 1, 0, 1},   {16, 2 * 1002, 264, BF, 0, 1, 1},
+        {1, 2 * 12004, 576, BF, 1, 0, 1}, {1, 2 * 500, 4096, BF, 0, 0, 1}, {8, 2 * 260, 8200, F, 0, 0, 1},
     };
     for (const auto &c : dcases) {
         if (quick && c.K > 1536) continue;
@@ -249,6 +254,10 @@ int main(int argc, char **argv) {
     const test_case scases_v[] = {
         {1, 576, 576, F, 0, 1, 0, 0, 1},      {5, 200, 72, F, 1, 1, 0, 0, 1},     {16, 576, 1536, F, 0, 1, 0, 1, 1},
         {3, 960, 576, BF, 1, 0, 0, 0, 2},     {8, 2 * 300, 576, BF, 0, 0, 1, 1, 2}, {2, 100, 264, F, 1, 1, 0, 0, 2},
+        /* long rows, where the dispatcher takes rungs 05 / 06 with the split RMSNorm: producers
+         * (O-like, and down-like with K split over a cluster), consumers (QKV-like, gate/up) */
+        {1, 1000, 4096, F, 0, 1, 0, 0, 1},    {2, 600, 8200, F, 1, 1, 0, 0, 1},   {1, 1500, 4096, BF, 1, 0, 0, 0, 2},
+        {1, 2 * 1004, 4096, BF, 0, 0, 1, 0, 2},
     };
     for (const auto &c : scases_v) {
         if (quick && c.M > 8) continue;
