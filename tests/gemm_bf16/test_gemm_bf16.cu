@@ -254,8 +254,10 @@ int main(int argc, char **argv) {
     const test_case scases_v[] = {
         {1, 576, 576, F, 0, 1, 0, 0, 1},      {5, 200, 72, F, 1, 1, 0, 0, 1},     {16, 576, 1536, F, 0, 1, 0, 1, 1},
         {3, 960, 576, BF, 1, 0, 0, 0, 2},     {8, 2 * 300, 576, BF, 0, 0, 1, 1, 2}, {2, 100, 264, F, 1, 1, 0, 0, 2},
-        /* long rows, where the dispatcher takes rungs 05 / 06 with the split RMSNorm: producers
-         * (O-like, and down-like with K split over a cluster), consumers (QKV-like, gate/up) */
+        /* long rows, the shapes rungs 05 / 06 take (the dispatcher does not give them the split
+         * RMSNorm: tinfer_gemm_bf16_split_norm_ok; every GEMV rung here takes its fields):
+         * producers (O-like, and down-like with K split over a cluster), consumers (QKV-like,
+         * gate/up) */
         {1, 1000, 4096, F, 0, 1, 0, 0, 1},    {2, 600, 8200, F, 1, 1, 0, 0, 1},   {1, 1500, 4096, BF, 1, 0, 0, 0, 2},
         {1, 2 * 1004, 4096, BF, 0, 0, 1, 0, 2},
     };
