@@ -76,15 +76,10 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    int n_dev = 0;
-    if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
-        printf("SKIP: no CUDA device\n");
-        return 77;
-    }
+    cudaDeviceProp prop;
+    if (!probe_device(&prop)) return 77;
     const int E = cfg[0], H = cfg[1], HKV = cfg[2], D = cfg[3], F = cfg[4], L = cfg[5], V = cfg[6];
     const int Q = H * D, KVD = HKV * D, QKV = Q + 2 * KVD, N_CTX = 1024, MAXB = 8;
-    cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
     const int grid = prop.multiProcessorCount;
 
     /* the model: random weights, unit norms, tied LM head */

@@ -103,13 +103,8 @@ static __global__ void cluster_kernel(int rounds, int W, float *out, unsigned lo
 }
 
 int main(void) {
-    int n_dev = 0;
-    if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
-        printf("SKIP: no CUDA device\n");
-        return 77;
-    }
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
+    if (!probe_device(&prop)) return 77;
     printf("probe-hops: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
 
     const size_t total = (size_t)2 << 30;

@@ -24,8 +24,10 @@
  * what it buys is the size of the barriers and hand-overs against the graph's kernel chain.
  *
  *   probe-wide-step [--tokens 16,32,64] [--layers 30] [--keys 128] [--reps 20]
- *                   [--tc A,C,D,E] [--check] [--trace]
+ *                   [--tc A,C,D,E] [--issue before|after] [--check] [--trace]
  * --tc: tokens an item of each GEMM phase takes (default 32,32,64,32, each at most the step's).
+ * --issue: thread 0 issues the weights two phases ahead before its barrier arrival, or after it
+ * (default: after; before, its issue waited behind the copy queue on the critical path).
  * --check: 2 layers against a host reference of the same skeleton (exit 1 past its bound).
  * --trace: each barrier's entry and exit per block and each GEMM phase's inputs ready; prints
  * µs a phase (waiting for inputs, the rest of the work, the barrier), averaged over the layers.
@@ -68,6 +70,7 @@ struct ws_args {
     int tc[4];           /* A, C, D, E */
     uint32_t wbuf_bytes; /* one weight buffer */
     uint32_t xs_bytes;   /* the staged X */
+    int issue_after;     /* the next weights issued after the barrier's arrival (ws_grid_sync) */
 };
 
 static __host__ __device__ int64_t ws_layer_elems(void) {
@@ -115,25 +118,6 @@ static __device__ __forceinline__ uint64_t ws_ns(void) {
 }
 static __device__ __forceinline__ uint4 ws_lds16(const uint16_t *p) { return *(const uint4 *)p; }
 
-/* Barrier k of the step (a monotonic count from 0 at launch: barrier k ends at (k + 1) G). */
-static __device__ __forceinline__ void ws_grid_sync(const ws_args &a, int k) {
-    const unsigned G = gridDim.x;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        if (a.trace) a.trace[((int64_t)k * G + blockIdx.x) * 3] = ws_ns();
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(a.bar) : "memory");
-        const unsigned target = (unsigned)(k + 1) * G;
-        for (uint32_t spins = 0;; spins++) {
-            unsigned v;
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a.bar) : "memory");
-            if (v >= target) break;
-            if (spins > WS_SPIN_LIMIT) __trap();
-        }
-        if (a.trace) a.trace[((int64_t)k * G + blockIdx.x) * 3 + 1] = ws_ns();
-    }
-    __syncthreads();
-}
-
 /* Thread 0: this block's items of GEMM phase p into buffer dst, completing on bar. */
 static __device__ void ws_issue(const ws_gemm &p, int M, unsigned char *dst, uint64_t *bar) {
     const int G = gridDim.x, n = p.items(M), per_group = M / p.tc;
@@ -148,6 +132,31 @@ static __device__ void ws_issue(const ws_gemm &p, int M, unsigned char *dst, uin
         if (p.pair) bulk_g2s(dst + half, p.W + ((int64_t)p.N + rg * 16) * p.K, half, bar);
         dst += p.item_bytes();
     }
+}
+
+/* Barrier k of the step (a monotonic count from 0 at launch: barrier k ends at (k + 1) G). Thread 0
+ * also issues the weights of GEMM phase `next` (NULL: none) into dst: before its arrival, or
+ * (issue_after) between its arrival and its wait, where the issue, which can wait behind the
+ * copy engine's queue, is off the critical path unless this block is the last to arrive. */
+static __device__ __forceinline__ void ws_grid_sync(const ws_args &a, int k, const ws_gemm *next,
+                                                    unsigned char *dst, uint64_t *full) {
+    const unsigned G = gridDim.x;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (a.trace) a.trace[((int64_t)k * G + blockIdx.x) * 3] = ws_ns();
+        if (next && !a.issue_after) ws_issue(*next, a.M, dst, full);
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(a.bar) : "memory");
+        if (next && a.issue_after) ws_issue(*next, a.M, dst, full); /* under the others' wait */
+        const unsigned target = (unsigned)(k + 1) * G;
+        for (uint32_t spins = 0;; spins++) {
+            unsigned v;
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a.bar) : "memory");
+            if (v >= target) break;
+            if (spins > WS_SPIN_LIMIT) __trap();
+        }
+        if (a.trace) a.trace[((int64_t)k * G + blockIdx.x) * 3 + 1] = ws_ns();
+    }
+    __syncthreads();
 }
 
 /* X rows [tok0, tok0 + tc) of src [M][K] into xs (stride ws_ldx(K)), from L2 (cp.async.cg). */
@@ -435,12 +444,11 @@ static __global__ void __launch_bounds__(WS_THREADS, 1) ws_kernel(ws_args a) {
             mbar_wait(&full[buf], (uint32_t)(gi >> 1) & 1u);
             ws_gemm_phase(a, l, g, wb[buf], xs, red, k);
             /* ws_gemm_phase ends with a block barrier: the buffer is free for phase gi + 2 */
-            if (threadIdx.x == 0 && gi + 2 < 4 * a.L)
-                ws_issue(ws_phase(a, (gi + 2) / 4, (gi + 2) % 4), a.M, wb[buf], &full[buf]);
-            ws_grid_sync(a, k++);
+            const ws_gemm next = ws_phase(a, (gi + 2) / 4, (gi + 2) % 4);
+            ws_grid_sync(a, k++, gi + 2 < 4 * a.L ? &next : NULL, wb[buf], &full[buf]);
             if (g == 0) { /* B */
                 ws_attention(a, l);
-                ws_grid_sync(a, k++);
+                ws_grid_sync(a, k++, NULL, NULL, NULL);
             }
         }
     }
@@ -492,6 +500,14 @@ static std::vector<float> host_ref(const ws_args &a, const std::vector<float> &x
             ss[j] = 1.0f / sqrtf(s / WS_E + WS_EPS);
         }
     };
+    auto residual = [&](const uint16_t *in, int K, const uint16_t *W) { /* x += in · W^T */
+        for (int j = 0; j < M; j++)
+            for (int r = 0; r < WS_E; r++) {
+                float s = 0.0f;
+                for (int e = 0; e < K; e++) s += h_bf(in[j * K + e]) * h_bf(W[r * K + e]);
+                x[j * WS_E + r] += s;
+            }
+    };
     norm_in();
     const int64_t LE = ws_layer_elems();
     for (int l = 0; l < a.L; l++) {
@@ -528,12 +544,7 @@ static std::vector<float> host_ref(const ws_args &a, const std::vector<float> &x
                     att[j * WS_E + h * WS_D + i] = h_tobf(o / sum);
                 }
             }
-        for (int j = 0; j < M; j++)
-            for (int r = 0; r < WS_E; r++) {
-                float s = 0.0f;
-                for (int e = 0; e < WS_E; e++) s += h_bf(att[j * WS_E + e]) * h_bf(wo[r * WS_E + e]);
-                x[j * WS_E + r] += s;
-            }
+        residual(att.data(), WS_E, wo);
         norm_in();
         for (int j = 0; j < M; j++)
             for (int f = 0; f < WS_F; f++) {
@@ -545,12 +556,7 @@ static std::vector<float> host_ref(const ws_args &a, const std::vector<float> &x
                 const float gv = sg * ss[j], uv = su * ss[j];
                 act[j * WS_F + f] = h_tobf(gv / (1.0f + expf(-gv)) * uv);
             }
-        for (int j = 0; j < M; j++)
-            for (int r = 0; r < WS_E; r++) {
-                float s = 0.0f;
-                for (int f = 0; f < WS_F; f++) s += h_bf(act[j * WS_F + f]) * h_bf(wd[r * WS_F + f]);
-                x[j * WS_E + r] += s;
-            }
+        residual(act.data(), WS_F, wd);
         norm_in();
     }
     const std::vector<uint16_t> LM = d2h16(a.lm, (int64_t)WS_V * WS_E);
@@ -579,6 +585,7 @@ int main(int argc, char **argv) {
     std::vector<int> toks = {16, 32, 64}, tcs = {32, 32, 64, 32};
     int L = 30, T = 128, reps = 20;
     bool check = false, trace = false;
+    int issue_after = 1;
     for (int i = 1; i < argc; i++) {
         const bool more = i + 1 < argc;
         if (!strcmp(argv[i], "--tokens") && more) toks = parse_list(argv[++i]);
@@ -588,6 +595,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--tc") && more) tcs = parse_list(argv[++i]);
         else if (!strcmp(argv[i], "--check")) check = true;
         else if (!strcmp(argv[i], "--trace")) trace = true;
+        else if (!strcmp(argv[i], "--issue") && more && (!strcmp(argv[i + 1], "before") ||
+                                                         !strcmp(argv[i + 1], "after")))
+            issue_after = !strcmp(argv[++i], "after");
         else {
             fprintf(stderr, "probe-wide-step: unknown or incomplete argument '%s'\n", argv[i]);
             return 2;
@@ -603,13 +613,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "probe-wide-step: --tokens takes 16, 32 or 64\n");
             return 2;
         }
-    int n_dev = 0;
-    if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
-        printf("SKIP: no CUDA device\n");
-        return 77;
-    }
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
+    if (!probe_device(&prop)) return 77;
     const int G = prop.multiProcessorCount;
     printf("probe-wide-step: %s, %d SMs; %d layers, %d cached keys, %d reps\n", prop.name, G, L, T,
            reps);
@@ -663,7 +668,7 @@ int main(int argc, char **argv) {
         memset(&a, 0, sizeof a);
         a.w = w, a.lm = lm, a.kc = kc, a.vc = vc, a.x = x, a.xn = xn, a.qkv = qkv, a.att = att;
         a.act = act, a.ss = ss, a.amax = amax, a.bar = bar, a.trace = tr;
-        a.M = M, a.L = L, a.T = T;
+        a.M = M, a.L = L, a.T = T, a.issue_after = issue_after;
         uint32_t wbuf = 0, xsb = (uint32_t)(M * ws_ldx(WS_E) * 2);
         char items[64] = "";
         for (int g = 0; g < 4; g++) {

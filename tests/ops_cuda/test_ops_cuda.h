@@ -36,6 +36,18 @@
         }                                                                                          \
     } while (0)
 
+/* The probes' start: device 0's properties; false (after printing SKIP: the probe then exits 77)
+ * where there is no GPU. */
+static inline bool probe_device(cudaDeviceProp *prop) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        printf("SKIP: no CUDA device\n");
+        return false;
+    }
+    CK(cudaGetDeviceProperties(prop, 0));
+    return true;
+}
+
 /* Elements of sentinel before and after every output buffer. */
 #define GUARD 64
 #define SENT_F32 0x7FBFFFFFu /* a NaN: an unwritten output element fails the NaN check */
