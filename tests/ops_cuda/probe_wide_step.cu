@@ -56,14 +56,14 @@ using namespace tops;
 #define WS_SPIN_LIMIT (1u << 24)
 
 struct ws_args {
-    const uint16_t *w;  /* [L] x {Wqkv [QKV][E], Wo [E][E], Wgu [2F][E], Wd [E][F]} */
-    const uint16_t *lm; /* [V][E] */
-    const uint16_t *kc, *vc; /* [L][M][HKV][T][D] */
-    float *x;            /* [M][E] residual */
-    uint16_t *xn;        /* [M][E] bf16(x) */
+    const uint16_t *w;         /* [L] x {Wqkv [QKV][E], Wo [E][E], Wgu [2F][E], Wd [E][F]} */
+    const uint16_t *lm;        /* [V][E] */
+    const uint16_t *kc, *vc;   /* [L][M][HKV][T][D] */
+    float *x;                  /* [M][E] residual */
+    uint16_t *xn;              /* [M][E] bf16(x) */
     uint16_t *qkv, *att, *act; /* [M][QKV], [M][E], [M][F] */
-    float *ss;           /* [2L + 1][M] sums of squares */
-    unsigned long long *amax; /* [M] */
+    float *ss;                 /* [2L + 1][M] sums of squares */
+    unsigned long long *amax;  /* [M] */
     unsigned *bar;
     unsigned long long *trace; /* NULL or [barriers][G][3]: entry, exit, inputs ready */
     int M, L, T;
@@ -74,8 +74,7 @@ struct ws_args {
 };
 
 static __host__ __device__ int64_t ws_layer_elems(void) {
-    return (int64_t)WS_QKV * WS_E + (int64_t)WS_E * WS_E + 2LL * WS_F * WS_E +
-           (int64_t)WS_E * WS_F;
+    return (int64_t)WS_QKV * WS_E + (int64_t)WS_E * WS_E + 2LL * WS_F * WS_E + (int64_t)WS_E * WS_F;
 }
 /* stride of staged rows of length K: 32 mod 64 elements (decode_step_mma.cuh's ds_ldxs) */
 static __host__ __device__ int ws_ldx(int K) { return (K + 31) / 64 * 64 + 32; }
@@ -87,7 +86,9 @@ struct ws_gemm {
     int N, K, tc, pair; /* pair: W holds gate rows [0, N) then up rows [N, 2N) */
     __host__ __device__ int groups() const { return N / 16; }
     __host__ __device__ int items(int M) const { return groups() * (M / tc); }
-    __host__ __device__ uint32_t item_bytes() const { return (uint32_t)(16 * (pair ? 2 : 1) * K * 2); }
+    __host__ __device__ uint32_t item_bytes() const {
+        return (uint32_t)(16 * (pair ? 2 : 1) * K * 2);
+    }
 };
 static __host__ __device__ ws_gemm ws_phase(const ws_args &a, int l, int g) {
     const uint16_t *base = a.w ? a.w + (int64_t)l * ws_layer_elems() : NULL;
@@ -102,8 +103,8 @@ static __host__ __device__ ws_gemm ws_phase(const ws_args &a, int l, int g) {
         p.N = WS_F, p.K = WS_E, p.pair = 1;
         break;
     default:
-        p.W = base ? base + (int64_t)WS_QKV * WS_E + (int64_t)WS_E * WS_E + 2LL * WS_F * WS_E
-                   : NULL;
+        p.W =
+            base ? base + (int64_t)WS_QKV * WS_E + (int64_t)WS_E * WS_E + 2LL * WS_F * WS_E : NULL;
         p.N = WS_E, p.K = WS_F;
     }
     return p;
@@ -122,7 +123,8 @@ static __device__ __forceinline__ uint4 ws_lds16(const uint16_t *p) { return *(c
 static __device__ void ws_issue(const ws_gemm &p, int M, unsigned char *dst, uint64_t *bar) {
     const int G = gridDim.x, n = p.items(M), per_group = M / p.tc;
     uint32_t bytes = 0;
-    for (int i = blockIdx.x; i < n; i += G) bytes += p.item_bytes();
+    for (int i = blockIdx.x; i < n; i += G)
+        bytes += p.item_bytes();
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* the buffer's last readers */
     mbar_expect_tx(bar, bytes);
     for (int i = blockIdx.x; i < n; i += G) {
@@ -179,7 +181,8 @@ static __device__ void ws_mma_item(const uint16_t *Ws, const uint16_t *xs, int K
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int NT = tc / 8, KS = NT >= WS_WARPS ? 1 : WS_WARPS / NT, ldx = ws_ldx(K);
     for (int i = 0; i < 2; i++)
-        for (int c = 0; c < 4; c++) acc[i][c] = 0.0f;
+        for (int c = 0; c < 4; c++)
+            acc[i][c] = 0.0f;
     const int nt = warp % NT, ks = warp / NT;
     if (warp < NT * KS) {
         const uint16_t *x = xs + (int64_t)(nt * 8 + g) * ldx;
@@ -203,7 +206,8 @@ static __device__ void ws_mma_item(const uint16_t *Ws, const uint16_t *xs, int K
     if (KS > 1) {
         if (warp < NT * KS)
             for (int i = 0; i < 1 + pair; i++)
-                for (int c = 0; c < 4; c++) red[((warp * 2 + i) * 4 + c) * 32 + lane] = acc[i][c];
+                for (int c = 0; c < 4; c++)
+                    red[((warp * 2 + i) * 4 + c) * 32 + lane] = acc[i][c];
         __syncthreads();
         if (warp < NT)
             for (int s = 1; s < KS; s++)
@@ -229,7 +233,8 @@ static __device__ void ws_gemm_phase(const ws_args &a, int l, int g, const unsig
         if (warp < p.tc / 8)
             for (int c = 0; c < 4; c++) {
                 const int r = rg * 16 + gq + (c >> 1) * 8, tok = tok0 + warp * 8 + 2 * t + (c & 1);
-                pre[c] = g == 0 || g == 2 ? __ldcg(ss_in + tok) : __ldcg(a.x + (int64_t)tok * WS_E + r);
+                pre[c] =
+                    g == 0 || g == 2 ? __ldcg(ss_in + tok) : __ldcg(a.x + (int64_t)tok * WS_E + r);
             }
         ws_stage(xs, src, tok0, p.tc, p.K);
         if (a.trace && threadIdx.x == 0 && i == blockIdx.x)
@@ -298,7 +303,8 @@ static __device__ void ws_attention(const ws_args &a, int l) {
         float q[8];
         {
             const uint32_t w[4] = {qv.x, qv.y, qv.z, qv.w};
-            for (int i = 0; i < 4; i++) q[2 * i] = bf16_to_f32(w[i]), q[2 * i + 1] = bf16_to_f32(w[i] >> 16);
+            for (int i = 0; i < 4; i++)
+                q[2 * i] = bf16_to_f32(w[i]), q[2 * i + 1] = bf16_to_f32(w[i] >> 16);
         }
         const int64_t base = ((((int64_t)l * a.M + tok) * WS_HKV + kvh) * a.T) * WS_D + 8 * d8;
         float mx = -INFINITY, sum = 0.0f, o[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -329,7 +335,8 @@ static __device__ void ws_attention(const ws_args &a, int l) {
             const float nm = fmaxf(fmaxf(mx, fmaxf(sc[0], sc[1])), fmaxf(sc[2], sc[3]));
             const float f = exp2f(mx - nm);
             sum *= f;
-            for (int i = 0; i < 8; i++) o[i] *= f;
+            for (int i = 0; i < 8; i++)
+                o[i] *= f;
 #pragma unroll
             for (int u = 0; u < 4; u++) {
                 const float pe = exp2f(sc[u] - nm);
@@ -381,12 +388,14 @@ static __device__ void ws_lm_head(const ws_args &a, uint16_t *xs, unsigned long 
     const int v0 = (int)((int64_t)WS_V * b / G), v1 = (int)((int64_t)WS_V * (b + 1) / G);
     ws_stage(xs, a.xn, 0, a.M, WS_E);
     unsigned long long best[NT][2];
-    for (int n = 0; n < NT; n++) best[n][0] = best[n][1] = 0;
+    for (int n = 0; n < NT; n++)
+        best[n][0] = best[n][1] = 0;
     for (int r0 = v0 + warp * 16; r0 < v1; r0 += WS_WARPS * 16) {
         const int ra = min(r0 + g, v1 - 1), rb = min(r0 + g + 8, v1 - 1);
         const uint16_t *a0 = a.lm + (int64_t)ra * WS_E, *a1 = a.lm + (int64_t)rb * WS_E;
         float acc[NT][4];
-        for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+        for (int n = 0; n < NT; n++)
+            acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 #pragma unroll 3
         for (int c = 0; c < WS_E; c += 32) {
             const int k = c + t * 8;
@@ -410,13 +419,15 @@ static __device__ void ws_lm_head(const ws_args &a, uint16_t *xs, unsigned long 
     for (int n = 0; n < NT; n++)
         for (int j = 0; j < 2; j++) {
             unsigned long long v = best[n][j];
-            for (int off = 4; off < 32; off <<= 1) v = max(v, (unsigned long long)__shfl_xor_sync(0xffffffffu, v, off));
+            for (int off = 4; off < 32; off <<= 1)
+                v = max(v, (unsigned long long)__shfl_xor_sync(0xffffffffu, v, off));
             if (g == 0) am[warp * WS_MAXM + n * 8 + 2 * t + j] = v;
         }
     __syncthreads();
     if (threadIdx.x < a.M) {
         unsigned long long v = 0;
-        for (int w = 0; w < WS_WARPS; w++) v = max(v, am[w * WS_MAXM + threadIdx.x]);
+        for (int w = 0; w < WS_WARPS; w++)
+            v = max(v, am[w * WS_MAXM + threadIdx.x]);
         atomicMax(a.amax + threadIdx.x, v);
     }
 }
@@ -425,9 +436,9 @@ static __global__ void __launch_bounds__(WS_THREADS, 1) ws_kernel(ws_args a) {
     extern __shared__ __align__(128) unsigned char sm[];
     unsigned char *wb[2] = {sm, sm + a.wbuf_bytes};
     uint16_t *xs = (uint16_t *)(sm + 2 * (size_t)a.wbuf_bytes);
-    float *red = (float *)((unsigned char *)xs + a.xs_bytes);         /* [8][2][4][32] */
+    float *red = (float *)((unsigned char *)xs + a.xs_bytes); /* [8][2][4][32] */
     unsigned long long *am = (unsigned long long *)(red + WS_WARPS * 2 * 4 * 32); /* [8][64] */
-    uint64_t *full = (uint64_t *)(am + WS_WARPS * WS_MAXM);             /* [2] */
+    uint64_t *full = (uint64_t *)(am + WS_WARPS * WS_MAXM);                       /* [2] */
     if (threadIdx.x == 0) {
         mbar_init(&full[0], 1);
         mbar_init(&full[1], 1);
@@ -470,14 +481,6 @@ static __global__ void ws_fill(uint16_t *p, int64_t n, uint32_t seed, float scal
     }
 }
 
-static float h_bf(uint16_t v) {
-    uint32_t u = (uint32_t)v << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static uint16_t h_tobf(float f) { return tinfer_f32_to_bf16(f); }
-
 static std::vector<uint16_t> d2h16(const uint16_t *d, int64_t n) {
     std::vector<uint16_t> h((size_t)n);
     CK(cudaMemcpy(h.data(), d, (size_t)n * 2, cudaMemcpyDeviceToHost));
@@ -494,19 +497,22 @@ static std::vector<float> host_ref(const ws_args &a, const std::vector<float> &x
         for (int j = 0; j < M; j++) {
             float s = 0.0f;
             for (int e = 0; e < WS_E; e++) {
-                xn[j * WS_E + e] = h_tobf(x[j * WS_E + e]);
+                xn[j * WS_E + e] = tinfer_f32_to_bf16(x[j * WS_E + e]);
                 s += x[j * WS_E + e] * x[j * WS_E + e];
             }
             ss[j] = 1.0f / sqrtf(s / WS_E + WS_EPS);
         }
     };
-    auto residual = [&](const uint16_t *in, int K, const uint16_t *W) { /* x += in · W^T */
-        for (int j = 0; j < M; j++)
-            for (int r = 0; r < WS_E; r++) {
-                float s = 0.0f;
-                for (int e = 0; e < K; e++) s += h_bf(in[j * K + e]) * h_bf(W[r * K + e]);
-                x[j * WS_E + r] += s;
-            }
+    auto residual = [&](const uint16_t *in, int K,
+                        const uint16_t *W) { /* x += in · W^T */
+                                             for (int j = 0; j < M; j++)
+                                                 for (int r = 0; r < WS_E; r++) {
+                                                     float s = 0.0f;
+                                                     for (int e = 0; e < K; e++)
+                                                         s += tinfer_bf16_to_f32(in[j * K + e]) *
+                                                              tinfer_bf16_to_f32(W[r * K + e]);
+                                                     x[j * WS_E + r] += s;
+                                                 }
     };
     norm_in();
     const int64_t LE = ws_layer_elems();
@@ -519,8 +525,10 @@ static std::vector<float> host_ref(const ws_args &a, const std::vector<float> &x
         for (int j = 0; j < M; j++)
             for (int r = 0; r < WS_QKV; r++) {
                 float s = 0.0f;
-                for (int e = 0; e < WS_E; e++) s += h_bf(xn[j * WS_E + e]) * h_bf(wqkv[r * WS_E + e]);
-                qkv[j * WS_QKV + r] = h_tobf(s * ss[j]);
+                for (int e = 0; e < WS_E; e++)
+                    s += tinfer_bf16_to_f32(xn[j * WS_E + e]) *
+                         tinfer_bf16_to_f32(wqkv[r * WS_E + e]);
+                qkv[j * WS_QKV + r] = tinfer_f32_to_bf16(s * ss[j]);
             }
         for (int j = 0; j < M; j++)
             for (int h = 0; h < WS_H; h++) {
@@ -530,18 +538,21 @@ static std::vector<float> host_ref(const ws_args &a, const std::vector<float> &x
                 for (int p = 0; p < T; p++) {
                     float d = 0.0f;
                     for (int i = 0; i < WS_D; i++)
-                        d += h_bf(qkv[j * WS_QKV + h * WS_D + i]) *
-                             h_bf(K[(((int64_t)j * WS_HKV + kvh) * T + p) * WS_D + i]);
+                        d +=
+                            tinfer_bf16_to_f32(qkv[j * WS_QKV + h * WS_D + i]) *
+                            tinfer_bf16_to_f32(K[(((int64_t)j * WS_HKV + kvh) * T + p) * WS_D + i]);
                     sc[p] = d * 0.125f;
                     mx = std::max(mx, sc[p]);
                 }
                 float sum = 0.0f;
-                for (int p = 0; p < T; p++) sum += sc[p] = expf(sc[p] - mx);
+                for (int p = 0; p < T; p++)
+                    sum += sc[p] = expf(sc[p] - mx);
                 for (int i = 0; i < WS_D; i++) {
                     float o = 0.0f;
                     for (int p = 0; p < T; p++)
-                        o += sc[p] * h_bf(V[(((int64_t)j * WS_HKV + kvh) * T + p) * WS_D + i]);
-                    att[j * WS_E + h * WS_D + i] = h_tobf(o / sum);
+                        o += sc[p] * tinfer_bf16_to_f32(
+                                         V[(((int64_t)j * WS_HKV + kvh) * T + p) * WS_D + i]);
+                    att[j * WS_E + h * WS_D + i] = tinfer_f32_to_bf16(o / sum);
                 }
             }
         residual(att.data(), WS_E, wo);
@@ -550,11 +561,13 @@ static std::vector<float> host_ref(const ws_args &a, const std::vector<float> &x
             for (int f = 0; f < WS_F; f++) {
                 float sg = 0.0f, su = 0.0f;
                 for (int e = 0; e < WS_E; e++) {
-                    sg += h_bf(xn[j * WS_E + e]) * h_bf(wgu[f * WS_E + e]);
-                    su += h_bf(xn[j * WS_E + e]) * h_bf(wgu[(WS_F + f) * WS_E + e]);
+                    sg += tinfer_bf16_to_f32(xn[j * WS_E + e]) *
+                          tinfer_bf16_to_f32(wgu[f * WS_E + e]);
+                    su += tinfer_bf16_to_f32(xn[j * WS_E + e]) *
+                          tinfer_bf16_to_f32(wgu[(WS_F + f) * WS_E + e]);
                 }
                 const float gv = sg * ss[j], uv = su * ss[j];
-                act[j * WS_F + f] = h_tobf(gv / (1.0f + expf(-gv)) * uv);
+                act[j * WS_F + f] = tinfer_f32_to_bf16(gv / (1.0f + expf(-gv)) * uv);
             }
         residual(act.data(), WS_F, wd);
         norm_in();
@@ -565,7 +578,9 @@ static std::vector<float> host_ref(const ws_args &a, const std::vector<float> &x
     for (int v = 0; v < WS_V; v++)
         for (int j = 0; j < M; j++) {
             float s = 0.0f;
-            for (int e = 0; e < WS_E; e++) s += h_bf(xn[j * WS_E + e]) * h_bf(LM[(int64_t)v * WS_E + e]);
+            for (int e = 0; e < WS_E; e++)
+                s += tinfer_bf16_to_f32(xn[j * WS_E + e]) *
+                     tinfer_bf16_to_f32(LM[(int64_t)v * WS_E + e]);
             if (s > best[j]) best[j] = s, ids[j] = v;
         }
     return x;
@@ -575,7 +590,8 @@ static std::vector<int> parse_list(const char *s) {
     std::vector<int> v;
     while (*s) {
         v.push_back(atoi(s));
-        while (*s && *s != ',') s++;
+        while (*s && *s != ',')
+            s++;
         if (*s == ',') s++;
     }
     return v;
@@ -588,15 +604,22 @@ int main(int argc, char **argv) {
     int issue_after = 1;
     for (int i = 1; i < argc; i++) {
         const bool more = i + 1 < argc;
-        if (!strcmp(argv[i], "--tokens") && more) toks = parse_list(argv[++i]);
-        else if (!strcmp(argv[i], "--layers") && more) L = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--keys") && more) T = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && more) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--tc") && more) tcs = parse_list(argv[++i]);
-        else if (!strcmp(argv[i], "--check")) check = true;
-        else if (!strcmp(argv[i], "--trace")) trace = true;
-        else if (!strcmp(argv[i], "--issue") && more && (!strcmp(argv[i + 1], "before") ||
-                                                         !strcmp(argv[i + 1], "after")))
+        if (!strcmp(argv[i], "--tokens") && more)
+            toks = parse_list(argv[++i]);
+        else if (!strcmp(argv[i], "--layers") && more)
+            L = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--keys") && more)
+            T = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && more)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--tc") && more)
+            tcs = parse_list(argv[++i]);
+        else if (!strcmp(argv[i], "--check"))
+            check = true;
+        else if (!strcmp(argv[i], "--trace"))
+            trace = true;
+        else if (!strcmp(argv[i], "--issue") && more &&
+                 (!strcmp(argv[i + 1], "before") || !strcmp(argv[i + 1], "after")))
             issue_after = !strcmp(argv[++i], "after");
         else {
             fprintf(stderr, "probe-wide-step: unknown or incomplete argument '%s'\n", argv[i]);
@@ -605,7 +628,8 @@ int main(int argc, char **argv) {
     }
     if (check) L = 2;
     if (tcs.size() != 4 || L < 1 || T < 16 || T % 16 || reps < 1) {
-        fprintf(stderr, "probe-wide-step: --tc takes 4 values; layers >= 1, keys a multiple of 16, reps >= 1\n");
+        fprintf(stderr, "probe-wide-step: --tc takes 4 values; layers >= 1, keys a multiple of 16, "
+                        "reps >= 1\n");
         return 2;
     }
     for (int M : toks)
@@ -651,9 +675,14 @@ int main(int argc, char **argv) {
     uint32_t st = 12345u;
     for (int i = 0; i < WS_MAXM * WS_E; i++) {
         st = st * 1664525u + 1013904223u;
-        hx[i] = h_bf(h_tobf((float)(st >> 8) / 8388608.0f - 1.0f));
-        hxn[i] = h_tobf(hx[i]);
+        hx[i] = tinfer_bf16_to_f32(tinfer_f32_to_bf16((float)(st >> 8) / 8388608.0f - 1.0f));
+        hxn[i] = tinfer_f32_to_bf16(hx[i]);
     }
+    /* ss[0]: the initial rows' sums of squares (the host's, F32 in order), uploaded before
+     * every launch (the launch's memset clears all of ss) */
+    for (int j = 0; j < WS_MAXM; j++)
+        for (int e = 0; e < WS_E; e++)
+            hss[j] += hx[j * WS_E + e] * hx[j * WS_E + e];
     CK(cudaMemcpy(x0, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(xn0, hxn.data(), hxn.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaDeviceSynchronize());
@@ -691,8 +720,11 @@ int main(int argc, char **argv) {
         const size_t smem = 2 * (size_t)a.wbuf_bytes + a.xs_bytes + WS_WARPS * 2 * 4 * 32 * 4 +
                             WS_WARPS * WS_MAXM * 8 + 16;
         if (smem > (size_t)prop.sharedMemPerBlockOptin) {
-            fprintf(stderr, "probe-wide-step: %d tokens, tc %d,%d,%d,%d: %zu bytes of shared memory, over %zu\n",
-                    M, a.tc[0], a.tc[1], a.tc[2], a.tc[3], smem, (size_t)prop.sharedMemPerBlockOptin);
+            fprintf(stderr,
+                    "probe-wide-step: %d tokens, tc %d,%d,%d,%d: %zu bytes of shared memory, over "
+                    "%zu\n",
+                    M, a.tc[0], a.tc[1], a.tc[2], a.tc[3], smem,
+                    (size_t)prop.sharedMemPerBlockOptin);
             return 2;
         }
         CK(cudaFuncSetAttribute(ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -704,13 +736,7 @@ int main(int argc, char **argv) {
             CK(cudaMemsetAsync(ss, 0, (size_t)(2 * L + 1) * WS_MAXM * 4));
             CK(cudaMemcpyAsync(x, x0, WS_MAXM * WS_E * 4, cudaMemcpyDeviceToDevice));
             CK(cudaMemcpyAsync(xn, xn0, WS_MAXM * WS_E * 2, cudaMemcpyDeviceToDevice));
-            /* ss[0]: the initial rows' sums of squares (the host's, F32 in order) */
-            for (int j = 0; j < M; j++) {
-                float s = 0.0f;
-                for (int e = 0; e < WS_E; e++) s += hx[j * WS_E + e] * hx[j * WS_E + e];
-                hss[j] = s;
-            }
-            CK(cudaMemcpy(ss, hss.data(), M * 4, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(ss, hss.data(), M * 4, cudaMemcpyHostToDevice)); /* ss[0] */
             void *args[] = {(void *)&a};
             CK(cudaEventRecord(e0));
             CK(cudaLaunchCooperativeKernel((const void *)ws_kernel, dim3(G), dim3(WS_THREADS), args,
@@ -774,7 +800,8 @@ int main(int argc, char **argv) {
                 mag = std::max(mag, (double)fabsf(ref[i]));
             }
             int same = 0;
-            for (int j = 0; j < M; j++) same += (int)(0xffffffffu - (uint32_t)gam[j]) == ids[j];
+            for (int j = 0; j < M; j++)
+                same += (int)(0xffffffffu - (uint32_t)gam[j]) == ids[j];
             /* bound: the GPU sums in another order, so a BF16-rounded intermediate (qkv, att,
              * xn, act) can land one BF16 step (2^-8 relative) away on some elements; over two
              * layers that moves x by well under 1% of its largest value. Picks: ties within
