@@ -503,16 +503,15 @@ static std::vector<float> host_ref(const ws_args &a, const std::vector<float> &x
             ss[j] = 1.0f / sqrtf(s / WS_E + WS_EPS);
         }
     };
-    auto residual = [&](const uint16_t *in, int K,
-                        const uint16_t *W) { /* x += in · W^T */
-                                             for (int j = 0; j < M; j++)
-                                                 for (int r = 0; r < WS_E; r++) {
-                                                     float s = 0.0f;
-                                                     for (int e = 0; e < K; e++)
-                                                         s += tinfer_bf16_to_f32(in[j * K + e]) *
-                                                              tinfer_bf16_to_f32(W[r * K + e]);
-                                                     x[j * WS_E + r] += s;
-                                                 }
+    /* x += in · W^T */
+    auto residual = [&](const uint16_t *in, int K, const uint16_t *W) {
+        for (int j = 0; j < M; j++)
+            for (int r = 0; r < WS_E; r++) {
+                float s = 0.0f;
+                for (int e = 0; e < K; e++)
+                    s += tinfer_bf16_to_f32(in[j * K + e]) * tinfer_bf16_to_f32(W[r * K + e]);
+                x[j * WS_E + r] += s;
+            }
     };
     norm_in();
     const int64_t LE = ws_layer_elems();
