@@ -55,6 +55,12 @@
  *                 per lane group in the log2 domain, merged across lane groups by shuffles and
  *                 across warps in shared memory; F32 throughout, BF16 output. Keys are at most
  *                 TINFER_OP_CUDA_STEP_MAX_KEYS; longer contexts take the step path.
+ *   greedy steps  a launch may run n_steps steps (tinfer_op_cuda_decode_steps): the block that
+ *                 finishes a step last turns the gathered argmax into each token's next token,
+ *                 in a flagged word that every block waits for, and the next step begins; the
+ *                 producer warp streams the next step's first tiles during the LM head. So a
+ *                 token costs one grid-wide meeting instead of a cooperative launch and the
+ *                 ring's first loads from DRAM with nothing to overlap them.
  * Reference: the step path, op for op (tests/ops_cuda compares both on a random model, and
  * tests/model the whole backend with the CPU).
  */
@@ -89,8 +95,11 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
     const int32_t e0 = part(E, b, G), e1 = part(E, b + 1, G), RE = e1 - e0;
     const int32_t f0 = part(F, b, G), f1 = part(F, b + 1, G);
     const int32_t v0 = part(V, b, G), v1 = part(V, b + 1, G);
-    /* the step's epochs: phase k (0 embed, then A..E of each layer) writes ep0 + k */
-    const uint32_t ep0 = max(1u, __ldcg(&a.b.bar[1])); /* 0 is every word's initial flag */
+    /* the step's epochs: phase k (0 embed, then A..E of each layer) writes ep0 + k; a step
+     * after it in the same launch starts at ep0 + 5 NL + 2 (ep0 + 5 NL + 1: the picks it gets) */
+    const uint32_t ep_launch = max(1u, __ldcg(&a.b.bar[1])); /* 0 is every word's initial flag */
+    const uint32_t ep_stride = 5u * (uint32_t)NL + 2u;
+    uint32_t ep0 = ep_launch;
     auto ep = [&](int32_t l, int32_t k) { return ep0 + 1u + 5u * (uint32_t)l + (uint32_t)k; };
 
     ds_ring R;
@@ -128,172 +137,211 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
         ring_produce(a, R, lane);
         return;
     }
-    trace_at(a, 0, DS_T_WEIGHTS);
-    trace_at(a, 0, DS_T_INPUTS);
-    /* 0. x_a = embed(tok), the block's own rows (kept in xo too); the RoPE table of each token's
-     * position (every block, own copy) */
-    if (tid < B * RE) {
-        const int32_t j = tid / RE, e = e0 + tid % RE, t = a.tok[j];
-        const float v = t >= 0 && t < V ? bf16_to_f32(m.tok_embd[(int64_t)t * E + e])
-                                        : __int_as_float(0x7fc00000);
-        xo[tid] = v;
-        ll_put(ll.xa + (int64_t)j * E + e, __float_as_uint(v), ep0);
-    }
-    if (tid < B) {
-        M.pos[tid] = a.pos[tid], M.seq[tid] = a.seq[tid];
-        M.out_rows[tid] = tid < a.n_out ? a.out_rows[tid] : 0;
-    }
-    for (int32_t i = tid; i < B * (D / 2); i += DS_THREADS) {
-        const int32_t j = i / (D / 2), p = a.pos[j];
-        rope_table(p, m.inv_freq, D / 2, cs + j * (D / 2), sn + j * (D / 2), i % (D / 2), D / 2);
-    }
-    ds_sync(); /* xo, M, cs, sn complete */
-    trace_at(a, 0, DS_T_COMPUTED);
-    trace_at(a, 0, DS_T_DONE);
+    /* The launch's steps: one, or n_steps greedy steps, each fed the one before's picks. */
+    const int32_t NS = a.n_steps;
+    R.t0 = 0;
+    for (int32_t st = 0; st < NS; st++) {
+        trace_at(a, 0, DS_T_WEIGHTS);
+        trace_at(a, 0, DS_T_INPUTS);
+        /* 0. x_a = embed(tok), the block's own rows (kept in xo too); the RoPE table of each
+         * token's position (every block, own copy) */
+        if (tid < B * RE) {
+            const int32_t j = tid / RE, e = e0 + tid % RE, t = st ? M.tok[j] : a.tok[j];
+            const float v = t >= 0 && t < V ? bf16_to_f32(m.tok_embd[(int64_t)t * E + e])
+                                            : __int_as_float(0x7fc00000);
+            xo[tid] = v;
+            ll_put(ll.xa + (int64_t)j * E + e, __float_as_uint(v), ep0);
+        }
+        if (tid < B) {
+            M.pos[tid] = a.pos[tid] + st, M.seq[tid] = a.seq[tid];
+            M.out_rows[tid] = tid < a.n_out ? a.out_rows[tid] : 0;
+        }
+        for (int32_t i = tid; i < B * (D / 2); i += DS_THREADS) {
+            const int32_t j = i / (D / 2), p = a.pos[j] + st;
+            rope_table(p, m.inv_freq, D / 2, cs + j * (D / 2), sn + j * (D / 2), i % (D / 2),
+                       D / 2);
+        }
+        ds_sync(); /* xo, M, cs, sn complete */
+        trace_at(a, 0, DS_T_COMPUTED);
+        trace_at(a, 0, DS_T_DONE);
 
-    /* The several-token instances run each layer as two halves of one code path (attention:
-     * A, B, C; feed-forward: D, E), so that its norm, staging and residual phases are inlined
-     * once, not twice: the loop is the kernel's working set in the instruction cache (the head
-     * of decode_step_mma.cuh). The one-token instance keeps the loop it was measured with (the
-     * halves there: 339 against 335 us a step, H100, probe-decode-step --batch 1). */
-    if constexpr (NB > 1)
-        for (int32_t l = 0; l < NL; l++) {
-            const tinfer_op_cuda_step_layer &L = Ls[l];
-            const uint32_t ep_x = l ? ep(l - 1, 4) : ep0; /* x_a's epoch */
-            for (int32_t h = 0; h < 2; h++) {
-                const int32_t t = 4 * l + 2 * h;     /* QKV or gate/up; O or down follows */
-                const int32_t k = 1 + 5 * l + 3 * h; /* trace slot of phase A or D */
-                /* A. xb = rmsnorm(x_a) · attn_norm; qkv = xb · Wqkv^T (+ b)   qkv [B, QKV]
-                 * D. xb = rmsnorm(x_b) · ffn_norm; act = silu(xb Wg^T) * (xb Wu^T) act [B, F] */
-                if (h == 0) prefetch_kv(a, M, l); /* phase B's cached keys and values */
-                const uint16_t *W = ring_wait(R, t);
-                trace_at(a, k, DS_T_WEIGHTS);
-                if (h == 1 || q1 > q0) /* else an attention block: nothing to compute in A */
-                    phase_norm<NB>(xs, LDX, h ? ll.xb : ll.xa, h ? ep(l, 2) : ep_x, W, NULL, B,
-                                   E, m.eps, red);
-                trace_at(a, k, DS_T_INPUTS);
-                if (h == 0) {
-                    if (q1 > q0)
-                        phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv,
-                                                   NULL, ll.qkv, QKV, ep(l, 0), mr, warp, lane);
-                } else {
-                    phase_swiglu<NB>(xs, LDX, B, W + E, f1 - f0, E, f0, ll.act, F, ep(l, 3), mr,
-                                     warp, lane);
+        /* The several-token instances run each layer as two halves of one code path (attention:
+         * A, B, C; feed-forward: D, E), so that its norm, staging and residual phases are inlined
+         * once, not twice: the loop is the kernel's working set in the instruction cache (the head
+         * of decode_step_mma.cuh). The one-token instance keeps the loop it was measured with (the
+         * halves there: 339 against 335 us a step, H100, probe-decode-step --batch 1). */
+        if constexpr (NB > 1)
+            for (int32_t l = 0; l < NL; l++) {
+                const tinfer_op_cuda_step_layer &L = Ls[l];
+                const uint32_t ep_x = l ? ep(l - 1, 4) : ep0; /* x_a's epoch */
+                for (int32_t h = 0; h < 2; h++) {
+                    const int32_t t = 4 * l + 2 * h;     /* QKV or gate/up; O or down follows */
+                    const int32_t k = 1 + 5 * l + 3 * h; /* trace slot of phase A or D */
+                    /* A. xb = rmsnorm(x_a) · attn_norm; qkv = xb · Wqkv^T (+ b)   qkv [B, QKV]
+                     * D. xb = rmsnorm(x_b) · ffn_norm; act = silu(xb Wg^T) * (xb Wu^T) act [B, F]
+                     */
+                    if (h == 0) prefetch_kv(a, M, l); /* phase B's cached keys and values */
+                    const uint16_t *W = ring_wait(R, t);
+                    trace_at(a, k, DS_T_WEIGHTS);
+                    if (h == 1 || q1 > q0) /* else an attention block: nothing to compute in A */
+                        phase_norm<NB>(xs, LDX, h ? ll.xb : ll.xa, h ? ep(l, 2) : ep_x, W, NULL, B,
+                                       E, m.eps, red);
+                    trace_at(a, k, DS_T_INPUTS);
+                    if (h == 0) {
+                        if (q1 > q0)
+                            phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv,
+                                                       NULL, ll.qkv, QKV, ep(l, 0), mr, warp, lane);
+                    } else {
+                        phase_swiglu<NB>(xs, LDX, B, W + E, f1 - f0, E, f0, ll.act, F, ep(l, 3), mr,
+                                         warp, lane);
+                    }
+                    ds_sync(); /* stage t used */
+                    trace_at(a, k, DS_T_COMPUTED);
+                    ring_release(R, t);
+                    trace_at(a, k, DS_T_DONE);
+                    if (h == 0) /* B. RoPE, the KV row, attention                    att [B, Q] */
+                        phase_attention<D>(a, M, l, k + 1, B * H, b, G, cs, sn, ep(l, 0), ep(l, 1),
+                                           S);
+                    /* C. x_b = x_a + att · Wo^T (+ bo)                          x [B, E]
+                     * E. x_a = x_b + act · Wdown^T                              x [B, E] */
+                    const int32_t kr = k + 2 - h, Kr = h ? F : Q;
+                    phase_copy<NB>(xs, LDX, h ? ll.act : ll.att, ep(l, 1 + 2 * h), Kr, B);
+                    trace_at(a, kr, DS_T_INPUTS);
+                    W = ring_wait(R, t + 1);
+                    trace_at(a, kr, DS_T_WEIGHTS);
+                    phase_gemv<DS_LL_RESIDUAL, NB>(xs, LDX, B, W, RE, Kr, e0, h ? NULL : L.bo, xo,
+                                                   h ? ll.xa : ll.xb, E, ep(l, 2 + 2 * h), mr, warp,
+                                                   lane);
+                    ds_sync();
+                    trace_at(a, kr, DS_T_COMPUTED);
+                    ring_release(R, t + 1);
+                    trace_at(a, kr, DS_T_DONE);
                 }
+            }
+        else
+            for (int32_t l = 0; l < NL; l++) {
+                const tinfer_op_cuda_step_layer &L = Ls[l];
+                const int32_t t = 4 * l; /* this layer's QKV tile; O, gate/up and down follow */
+                const uint32_t ep_x = l ? ep(l - 1, 4) : ep0; /* x_a's epoch */
+                const int32_t k = 1 + 5 * l;                  /* trace slot of phase A */
+                /* A. xb = rmsnorm(x_a) · attn_norm; qkv = xb · Wqkv^T (+ b)         qkv [B, QKV] */
+                prefetch_kv(a, M, l); /* phase B's cached keys and values, asked of L2 */
+                const uint16_t *W = ring_wait(R, t); /* attn_norm, then the QKV rows */
+                trace_at(a, k, DS_T_WEIGHTS);
+                if (q1 > q0) { /* else an attention block: nothing to compute in A */
+                    phase_norm<NB>(xs, LDX, ll.xa, ep_x, W, NULL, B, E, m.eps, red);
+                    trace_at(a, k, DS_T_INPUTS);
+                    phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL,
+                                               ll.qkv, QKV, ep(l, 0), mr, warp, lane);
+                } else
+                    trace_at(a, k, DS_T_INPUTS);
                 ds_sync(); /* stage t used */
                 trace_at(a, k, DS_T_COMPUTED);
                 ring_release(R, t);
                 trace_at(a, k, DS_T_DONE);
-                if (h == 0) /* B. RoPE, the KV row, attention                    att [B, Q] */
-                    phase_attention<D>(a, M, l, k + 1, B * H, b, G, cs, sn, ep(l, 0), ep(l, 1), S);
-                /* C. x_b = x_a + att · Wo^T (+ bo)                          x [B, E]
-                 * E. x_a = x_b + act · Wdown^T                              x [B, E] */
-                const int32_t kr = k + 2 - h, Kr = h ? F : Q;
-                phase_copy<NB>(xs, LDX, h ? ll.act : ll.att, ep(l, 1 + 2 * h), Kr, B);
-                trace_at(a, kr, DS_T_INPUTS);
+                /* B. RoPE, the KV row, attention of every (token, head)           att [B, Q] */
+                phase_attention<D>(a, M, l, k + 1, B * H, b, G, cs, sn, ep(l, 0), ep(l, 1), S);
+                /* C. x_b = x_a + att · Wo^T (+ bo)                                x [B, E] */
+                phase_copy<NB>(xs, LDX, ll.att, ep(l, 1), Q, B);
+                trace_at(a, k + 2, DS_T_INPUTS);
                 W = ring_wait(R, t + 1);
-                trace_at(a, kr, DS_T_WEIGHTS);
-                phase_gemv<DS_LL_RESIDUAL, NB>(xs, LDX, B, W, RE, Kr, e0, h ? NULL : L.bo, xo,
-                                               h ? ll.xa : ll.xb, E, ep(l, 2 + 2 * h), mr, warp,
-                                               lane);
+                trace_at(a, k + 2, DS_T_WEIGHTS);
+                phase_gemv<DS_LL_RESIDUAL, NB>(xs, LDX, B, W, RE, Q, e0, L.bo, xo, ll.xb, E,
+                                               ep(l, 2), mr, warp, lane);
                 ds_sync();
-                trace_at(a, kr, DS_T_COMPUTED);
+                trace_at(a, k + 2, DS_T_COMPUTED);
                 ring_release(R, t + 1);
-                trace_at(a, kr, DS_T_DONE);
+                trace_at(a, k + 2, DS_T_DONE);
+                /* D. xb = rmsnorm(x_b) · ffn_norm; act = silu(xb · Wg^T) * (xb · Wu^T)   act [B, F]
+                 */
+                W = ring_wait(R, t + 2); /* ffn_norm, then the gate and up rows */
+                trace_at(a, k + 3, DS_T_WEIGHTS);
+                phase_norm<NB>(xs, LDX, ll.xb, ep(l, 2), W, NULL, B, E, m.eps, red);
+                trace_at(a, k + 3, DS_T_INPUTS);
+                phase_swiglu<NB>(xs, LDX, B, W + E, f1 - f0, E, f0, ll.act, F, ep(l, 3), mr, warp,
+                                 lane);
+                ds_sync();
+                trace_at(a, k + 3, DS_T_COMPUTED);
+                ring_release(R, t + 2);
+                trace_at(a, k + 3, DS_T_DONE);
+                /* E. x_a = x_b + act · Wdown^T                                    x [B, E] */
+                phase_copy<NB>(xs, LDX, ll.act, ep(l, 3), F, B);
+                trace_at(a, k + 4, DS_T_INPUTS);
+                W = ring_wait(R, t + 3);
+                trace_at(a, k + 4, DS_T_WEIGHTS);
+                phase_gemv<DS_LL_RESIDUAL, NB>(xs, LDX, B, W, RE, F, e0, NULL, xo, ll.xa, E,
+                                               ep(l, 4), mr, warp, lane);
+                ds_sync();
+                trace_at(a, k + 4, DS_T_COMPUTED);
+                ring_release(R, t + 3);
+                trace_at(a, k + 4, DS_T_DONE);
+            }
+        /* the rows that want logits: final rmsnorm, LM head                  logits [n_out, V] */
+        const int32_t kh = 1 + 5 * NL; /* trace slot of the LM head */
+        if (a.n_out > 0) {
+            const uint16_t *W = ring_wait(R, 4 * NL); /* out_norm */
+            trace_at(a, kh, DS_T_WEIGHTS);
+            phase_norm<NB>(xs, LDX, ll.xa, ep(NL - 1, 4), W, M.out_rows, a.n_out, E, m.eps, red);
+            ring_release(R, 4 * NL); /* staged: the next step's first tile may take the stage */
+            trace_at(a, kh, DS_T_INPUTS);
+            phase_lm_head<NB>(xs, LDX, a.n_out, m.lm_head, v0, v1, E, a.b.logits, V, am, warp,
+                              lane);
+            ds_sync();
+            if (a.b.ids && tid < a.n_out) { /* the block's pick for token tid, into the grid's */
+                uint64_t best = 0;
+                for (int wi = 0; wi < DS_WARPS; wi++)
+                    best = max(best, am[wi * DS_MAX_B + tid]);
+                if (best) atomicMax((unsigned long long *)&a.b.amax[tid], (unsigned long long)best);
+            }
+        } else {
+            trace_at(a, kh, DS_T_WEIGHTS);
+            trace_at(a, kh, DS_T_INPUTS);
+        }
+        ds_sync();
+        trace_at(a, kh, DS_T_COMPUTED);
+        trace_at(a, kh, DS_T_DONE);
+        /* the last block to finish the step hands out its greedy picks, leaving amax zero;
+         * after the launch's last step it moves the epoch on for the next launch (every block
+         * read this one's at its start, before any block could finish); before another step
+         * it hands each token its pick as the step's token, in a flagged word, and every block
+         * waits for them (the grid's only meeting: the picks need every block's LM-head rows) */
+        const bool more = st + 1 < NS;
+        const uint32_t ep_pick = ep(NL - 1, 4) + 1u;
+        if (tid == 0) {
+            __threadfence(); /* the block's writes (the KV rows, amax) before it counts done */
+            if (atomicAdd(&a.b.bar[0], 1u) == (uint32_t)G - 1) {
+                __threadfence();
+                int32_t pick[DS_MAX_B] = {0};
+#pragma unroll
+                for (int32_t j = 0; j < DS_MAX_B; j++) {
+                    if (j >= a.n_out || !a.b.ids) break;
+                    pick[j] = am_key_index(atomicExch((unsigned long long *)&a.b.amax[j], 0ull));
+                    a.b.ids[(int64_t)st * a.n_out + j] = pick[j];
+                }
+                a.b.bar[0] = 0; /* every block has counted */
+                if (!more) {
+                    a.b.bar[1] = ep_pick > 0xf0000000u ? 1u : ep_pick; /* far from wrapping */
+                } else {
+                    __threadfence(); /* the count and amax reset before any block goes on */
+#pragma unroll
+                    for (int32_t j = 0; j < DS_MAX_B; j++)
+                        if (j < a.n_out) ll_put(ll.tok + M.out_rows[j], (uint32_t)pick[j], ep_pick);
+                }
             }
         }
-    else
-    for (int32_t l = 0; l < NL; l++) {
-        const tinfer_op_cuda_step_layer &L = Ls[l];
-        const int32_t t = 4 * l; /* this layer's QKV tile; O, gate/up and down follow */
-        const uint32_t ep_x = l ? ep(l - 1, 4) : ep0; /* x_a's epoch */
-        const int32_t k = 1 + 5 * l;                 /* trace slot of phase A */
-        /* A. xb = rmsnorm(x_a) · attn_norm; qkv = xb · Wqkv^T (+ b)         qkv [B, QKV] */
-        prefetch_kv(a, M, l); /* phase B's cached keys and values, asked of L2 */
-        const uint16_t *W = ring_wait(R, t); /* attn_norm, then the QKV rows */
-        trace_at(a, k, DS_T_WEIGHTS);
-        if (q1 > q0) { /* else an attention block: nothing to compute in A */
-            phase_norm<NB>(xs, LDX, ll.xa, ep_x, W, NULL, B, E, m.eps, red);
-            trace_at(a, k, DS_T_INPUTS);
-            phase_gemv<DS_LL_BF16, NB>(xs, LDX, B, W + E, q1 - q0, E, q0, L.bqkv, NULL, ll.qkv,
-                                       QKV, ep(l, 0), mr, warp, lane);
-        } else
-            trace_at(a, k, DS_T_INPUTS);
-        ds_sync(); /* stage t used */
-        trace_at(a, k, DS_T_COMPUTED);
-        ring_release(R, t);
-        trace_at(a, k, DS_T_DONE);
-        /* B. RoPE, the KV row, attention of every (token, head)           att [B, Q] */
-        phase_attention<D>(a, M, l, k + 1, B * H, b, G, cs, sn, ep(l, 0), ep(l, 1), S);
-        /* C. x_b = x_a + att · Wo^T (+ bo)                                x [B, E] */
-        phase_copy<NB>(xs, LDX, ll.att, ep(l, 1), Q, B);
-        trace_at(a, k + 2, DS_T_INPUTS);
-        W = ring_wait(R, t + 1);
-        trace_at(a, k + 2, DS_T_WEIGHTS);
-        phase_gemv<DS_LL_RESIDUAL, NB>(xs, LDX, B, W, RE, Q, e0, L.bo, xo, ll.xb, E, ep(l, 2), mr,
-                                       warp, lane);
-        ds_sync();
-        trace_at(a, k + 2, DS_T_COMPUTED);
-        ring_release(R, t + 1);
-        trace_at(a, k + 2, DS_T_DONE);
-        /* D. xb = rmsnorm(x_b) · ffn_norm; act = silu(xb · Wg^T) * (xb · Wu^T)   act [B, F] */
-        W = ring_wait(R, t + 2); /* ffn_norm, then the gate and up rows */
-        trace_at(a, k + 3, DS_T_WEIGHTS);
-        phase_norm<NB>(xs, LDX, ll.xb, ep(l, 2), W, NULL, B, E, m.eps, red);
-        trace_at(a, k + 3, DS_T_INPUTS);
-        phase_swiglu<NB>(xs, LDX, B, W + E, f1 - f0, E, f0, ll.act, F, ep(l, 3), mr, warp, lane);
-        ds_sync();
-        trace_at(a, k + 3, DS_T_COMPUTED);
-        ring_release(R, t + 2);
-        trace_at(a, k + 3, DS_T_DONE);
-        /* E. x_a = x_b + act · Wdown^T                                    x [B, E] */
-        phase_copy<NB>(xs, LDX, ll.act, ep(l, 3), F, B);
-        trace_at(a, k + 4, DS_T_INPUTS);
-        W = ring_wait(R, t + 3);
-        trace_at(a, k + 4, DS_T_WEIGHTS);
-        phase_gemv<DS_LL_RESIDUAL, NB>(xs, LDX, B, W, RE, F, e0, NULL, xo, ll.xa, E, ep(l, 4), mr,
-                                       warp, lane);
-        ds_sync();
-        trace_at(a, k + 4, DS_T_COMPUTED);
-        ring_release(R, t + 3);
-        trace_at(a, k + 4, DS_T_DONE);
-    }
-    /* the rows that want logits: final rmsnorm, LM head                  logits [n_out, V] */
-    const int32_t kh = 1 + 5 * NL; /* trace slot of the LM head */
-    if (a.n_out > 0) {
-        const uint16_t *W = ring_wait(R, 4 * NL); /* out_norm */
-        trace_at(a, kh, DS_T_WEIGHTS);
-        phase_norm<NB>(xs, LDX, ll.xa, ep(NL - 1, 4), W, M.out_rows, a.n_out, E, m.eps, red);
-        trace_at(a, kh, DS_T_INPUTS);
-        phase_lm_head<NB>(xs, LDX, a.n_out, m.lm_head, v0, v1, E, a.b.logits, V, am, warp, lane);
-        ds_sync();
-        if (a.b.ids && tid < a.n_out) { /* the block's pick for token tid, into the grid's */
-            uint64_t best = 0;
-            for (int wi = 0; wi < DS_WARPS; wi++)
-                best = max(best, am[wi * DS_MAX_B + tid]);
-            if (best) atomicMax((unsigned long long *)&a.b.amax[tid], (unsigned long long)best);
-            __threadfence(); /* before this block counts itself done, below */
-        }
-    } else {
-        trace_at(a, kh, DS_T_WEIGHTS);
-        trace_at(a, kh, DS_T_INPUTS);
-    }
-    ds_sync();
-    trace_at(a, kh, DS_T_COMPUTED);
-    trace_at(a, kh, DS_T_DONE);
-    /* the last block to finish moves the epoch on for the next launch (every block read this
-     * one's at its start, before any block could finish) and hands out the greedy picks,
-     * leaving amax zero for the next launch */
-    if (tid == 0 && atomicAdd(&a.b.bar[0], 1u) == (uint32_t)G - 1) {
-        __threadfence();
-        if (a.b.ids)
-            for (int32_t j = 0; j < a.n_out; j++) {
-                const uint64_t k = atomicExch((unsigned long long *)&a.b.amax[j], 0ull);
-                a.b.ids[j] = k ? (int32_t)(0xffffffffu - (uint32_t)k) : 0;
+        if (more) {
+            if (tid < B) {
+                const int64_t o[1] = {tid};
+                const bool on[1] = {true};
+                uint64_t w[1] = {ll_load(ll.tok + tid)};
+                ll_settle_n(ll.tok, o, on, w, ep_pick);
+                M.tok[tid] = (int32_t)(uint32_t)w[0];
+                __threadfence(); /* the other blocks' KV rows, read by the next step */
             }
-        const uint32_t next = ep(NL - 1, 4) + 1u;
-        a.b.bar[0] = 0;                              /* every block has counted */
-        a.b.bar[1] = next > 0xf0000000u ? 1u : next; /* far from wrapping onto old flags */
+            ds_sync();
+            ep0 += ep_stride;
+            R.t0 += R.n_tiles;
+        }
     }
 }
 
@@ -341,7 +389,7 @@ extern "C" size_t tinfer_op_cuda_step_ll_words(const tinfer_op_cuda_step_model *
                                                const tinfer_op_cuda_kv *kv, int32_t n_max) {
     const int64_t Q = (int64_t)kv->n_head * kv->head_dim;
     const int64_t QKV = Q + 2 * (int64_t)kv->n_head_kv * kv->head_dim;
-    return (size_t)n_max * (size_t)(2 * (int64_t)m->n_embd + QKV + Q + m->n_ff);
+    return (size_t)n_max * (size_t)(2 * (int64_t)m->n_embd + QKV + Q + m->n_ff + 1);
 }
 
 extern "C" bool tinfer_op_cuda_step_ok(const tinfer_op_cuda_step_model *m,
@@ -399,14 +447,14 @@ static tinfer_status ds_launch_n(const ds_args &a, int32_t grid, size_t smem, cu
     return ds_launch<D, 8>(a, grid, smem, stream, err);
 }
 
-extern "C" tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_model *m,
-                                                    const tinfer_op_cuda_kv *kv,
-                                                    const tinfer_op_cuda_step_bufs *b,
-                                                    const int32_t *tok, const int32_t *pos,
-                                                    const int32_t *seq, const int32_t *out_rows,
-                                                    int32_t n, int32_t n_out, int32_t max_len,
-                                                    uint64_t *trace, cudaStream_t stream,
-                                                    tinfer_err *err) {
+extern "C" tinfer_status tinfer_op_cuda_decode_steps(const tinfer_op_cuda_step_model *m,
+                                                     const tinfer_op_cuda_kv *kv,
+                                                     const tinfer_op_cuda_step_bufs *b,
+                                                     const int32_t *tok, const int32_t *pos,
+                                                     const int32_t *seq, const int32_t *out_rows,
+                                                     int32_t n, int32_t n_out, int32_t n_steps,
+                                                     int32_t max_len, uint64_t *trace,
+                                                     cudaStream_t stream, tinfer_err *err) {
     TOPS_REQUIRE(err, m && kv && b && tok && pos && seq && (n_out == 0 || out_rows),
                  "decode_step", "NULL argument");
     TOPS_REQUIRE(err, b->bar && b->ll && (n_out == 0 || b->logits), "decode_step",
@@ -419,6 +467,11 @@ extern "C" tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_mo
                  n);
     TOPS_REQUIRE(err, max_len <= DS_MAX_KEYS, "decode_step", "max_len %d over %d", max_len,
                  DS_MAX_KEYS);
+    TOPS_REQUIRE(err, n_steps >= 1 && n_steps <= TINFER_OP_CUDA_STEP_MAX_STEPS, "decode_step",
+                 "n_steps %d outside [1, %d]", n_steps, TINFER_OP_CUDA_STEP_MAX_STEPS);
+    TOPS_REQUIRE(err, n_steps == 1 || (b->ids && n_out == n && !trace), "decode_step",
+                 "%d steps: each needs every token's greedy pick (ids, n_out = n) and no trace",
+                 n_steps);
     tinfer_cuda_facts f; /* the grid: one block per SM */
     tinfer_status rc = tinfer_cuda_current_facts(&f, err);
     if (rc != TINFER_OK) return rc;
@@ -439,17 +492,31 @@ extern "C" tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_mo
     a.ll.xb = a.ll.xa + N * E;
     a.ll.qkv = a.ll.xb + N * E;
     a.ll.att = a.ll.qkv + N * QKV;
-    a.ll.act = a.ll.att + N * Q; /* [N][F]: tinfer_op_cuda_step_ll_words in all */
+    a.ll.act = a.ll.att + N * Q;
+    a.ll.tok = a.ll.act + N * m->n_ff; /* [N]: tinfer_op_cuda_step_ll_words in all */
     a.tok = tok;
     a.pos = pos;
     a.seq = seq;
     a.out_rows = out_rows;
     a.n = n;
     a.n_out = n_out;
+    a.n_steps = n_steps;
     a.trace = trace;
     a.stage_bytes = P.stage_bytes;
     a.n_stages = P.n_stages;
     a.xr_floats = P.xr_floats;
     return kv->head_dim == 64 ? ds_launch_n<64>(a, f.n_sm, P.smem, stream, err)
                               : ds_launch_n<128>(a, f.n_sm, P.smem, stream, err);
+}
+
+extern "C" tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_model *m,
+                                                    const tinfer_op_cuda_kv *kv,
+                                                    const tinfer_op_cuda_step_bufs *b,
+                                                    const int32_t *tok, const int32_t *pos,
+                                                    const int32_t *seq, const int32_t *out_rows,
+                                                    int32_t n, int32_t n_out, int32_t max_len,
+                                                    uint64_t *trace, cudaStream_t stream,
+                                                    tinfer_err *err) {
+    return tinfer_op_cuda_decode_steps(m, kv, b, tok, pos, seq, out_rows, n, n_out, 1, max_len,
+                                       trace, stream, err);
 }

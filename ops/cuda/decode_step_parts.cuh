@@ -38,6 +38,7 @@ struct ds_ll {
     uint64_t *qkv;     /* [n][QKV] BF16 */
     uint64_t *att;     /* [n][Q] BF16 */
     uint64_t *act;     /* [n][F] BF16 */
+    uint64_t *tok;     /* [n] int32: a step's greedy picks, the next step's tokens (n_steps > 1) */
 };
 
 struct ds_args {
@@ -47,6 +48,7 @@ struct ds_args {
     ds_ll ll;
     const int32_t *tok, *pos, *seq, *out_rows;
     int32_t n, n_out;
+    int32_t n_steps;      /* greedy steps in this launch, each fed the last one's picks */
     uint64_t *trace;      /* NULL, or the per-phase timestamps (tinfer_op_cuda_decode_step) */
     uint32_t stage_bytes; /* one ring stage: the largest tile a block gets (ds_plan) */
     int32_t n_stages;     /* S */
@@ -137,7 +139,8 @@ struct ds_ring {
     uint64_t *full;    /* [S]: a stage's bytes have landed */
     uint64_t *empty;   /* [S]: the compute warps are done with a stage */
     const tinfer_op_cuda_step_layer *layers; /* the layer table, copied to shared memory */
-    int32_t S, n_tiles;
+    int32_t S, n_tiles; /* n_tiles a step */
+    int32_t t0;         /* the step's first tile in the launch's count (step st: st n_tiles) */
     uint32_t bytes;
     int32_t q0, q1, e0, e1, f0, f1; /* the block's rows of QKV, of E (O, down) and of F */
 };
@@ -190,10 +193,10 @@ static __device__ ds_tile tile_of(const ds_args &a, const ds_ring &R, int32_t t)
  * cp.async.wait_group 1 and a plain arrive instead of the asynchronous arrival, 1.5% longer). */
 #define DS_RING_ISSUERS 32 /* arrivals a stage expects */
 static __device__ __forceinline__ void ring_produce(const ds_args &a, const ds_ring &R, int lane) {
-    for (int32_t t = 0; t < R.n_tiles; t++) {
+    for (int32_t t = 0; t < R.n_tiles * a.n_steps; t++) { /* every step's, in order */
         const int32_t s = t % R.S;
         if (t >= R.S) mbar_wait(R.empty + s, (uint32_t)(t / R.S - 1) & 1u);
-        const ds_tile w = tile_of(a, R, t);
+        const ds_tile w = tile_of(a, R, t % R.n_tiles);
         unsigned char *dst = R.st + (size_t)s * R.bytes;
 #pragma unroll
         for (int i = 0; i < 3; i++) {
@@ -206,8 +209,9 @@ static __device__ __forceinline__ void ring_produce(const ds_args &a, const ds_r
     }
 }
 
-/* Every compute thread: wait for tile t; its rows in shared memory. */
+/* Every compute thread: wait for tile t of the step; its rows in shared memory. */
 static __device__ __forceinline__ const uint16_t *ring_wait(const ds_ring &R, int32_t t) {
+    t += R.t0;
     mbar_wait(R.full + t % R.S, (uint32_t)(t / R.S) & 1u);
     return (const uint16_t *)(R.st + (size_t)(t % R.S) * R.bytes);
 }
@@ -217,7 +221,7 @@ static __device__ __forceinline__ const uint16_t *ring_wait(const ds_ring &R, in
  * well, but compute-sanitizer's racecheck does not follow a barrier into another thread's
  * arrival and flags every stage; each thread arriving for itself costs nothing measurable. */
 static __device__ __forceinline__ void ring_release(const ds_ring &R, int32_t t) {
-    mbar_arrive(R.empty + t % R.S);
+    mbar_arrive(R.empty + (t + R.t0) % R.S);
 }
 
 /* The step's token metadata, copied to shared memory at the kernel's start: the phases that
@@ -225,6 +229,7 @@ static __device__ __forceinline__ void ring_release(const ds_ring &R, int32_t t)
  * RMSNorm) would otherwise open with a global load, an L2 round trip on their critical path. */
 struct ds_meta {
     int32_t pos[DS_MAX_B], seq[DS_MAX_B], out_rows[DS_MAX_B];
+    int32_t tok[DS_MAX_B]; /* the step's tokens from its second on (the last step's picks) */
 };
 
 /* Ask L2 for the cache rows 0..p-1 of the KV head of each attention item this block will take
@@ -475,17 +480,9 @@ static __device__ DS_PHASE void swiglu_tile(const uint16_t *xs, int32_t ldxs, in
     }
 }
 
-/* The greedy pick as one 64-bit word that atomicMax can gather: the logit's bits ordered as
- * unsigned (-0 as +0), then the complement of the id, so a larger word is a larger logit, or
- * an equal one at a lower id; 0 is "nothing" (the value NaN and never-taken map to). */
+/* The greedy pick: (v, i) beats (bv, bi); gathered across blocks as am_key (ops_cuda_util.cuh). */
 static __device__ __forceinline__ bool am_better(float v, int32_t i, float bv, int32_t bi) {
     return v > bv || (v == bv && i < bi); /* tinfer_op_cuda_argmax's rule; NaN never */
-}
-static __device__ __forceinline__ uint64_t am_key(float v, int32_t i) {
-    if (i == INT_MAX) return 0; /* nothing taken: every value was NaN */
-    const uint32_t u = __float_as_uint(v == 0.0f ? 0.0f : v);
-    const uint32_t ord = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-    return ((uint64_t)ord << 32) | (0xffffffffu - (uint32_t)i);
 }
 
 /* logits[j][n] = xs[j] · lm_head[n] for j < rows, n in [v0, v1), and each warp's greedy pick of

@@ -19,9 +19,11 @@
  *          keeping (value, index) over a strided part of the row with the rule "greater, or
  *          equal at a lower index" (order-independent, so the result is the lowest index of the
  *          maximum whatever the reduction order); NaN fails both comparisons and never wins.
- *          Decode has few rows (n_out = active sequences): one block per row then reads at a
- *          single SM's bandwidth (about 4 us for a 128k-entry row, estimated, not measured); a
- *          two-pass split would fix that if it shows in a profile.
+ *          Decode has few rows (n_out = active sequences), and one block a row reads at one
+ *          SM's bandwidth, so argmax_split cuts each row into chunks, a block each, about two
+ *          blocks an SM in all: each block's best joins its row's by a 64-bit atomicMax of
+ *          (ordered value, complemented index), which keeps the rule, and the row's last block
+ *          writes the id.
  * cast     grid-stride, float4 in / 8-byte out when both pointers allow it.
  * greedy_feed  one thread per sequence: the picks of a queued greedy step saved, and fed to the
  *          next step's metadata (reference: the runtime's loop over tinfer_decode +
@@ -210,6 +212,9 @@ cleanup:
 /* ---- argmax ---- */
 
 #define ARGMAX_THREADS 1024
+#define ARGMAX_SPLIT_THREADS 256
+#define ARGMAX_SPLIT_MIN 2048   /* logits a split block scans at least */
+#define ARGMAX_SPLIT_PER_SM 2   /* split blocks the grid aims for, per SM */
 
 /* (v, i) beats (bv, bi): greater, or equal at a lower index. NaN beats nothing. */
 static __device__ __forceinline__ void am_take(float v, int32_t i, float &bv, int32_t &bi) {
@@ -219,30 +224,29 @@ static __device__ __forceinline__ void am_take(float v, int32_t i, float &bv, in
     }
 }
 
+/* This thread's best of row[j0 .. j1), a blockDim.x stride apart (VEC: float4 loads up to the
+ * last multiple of 4; j0 a multiple of 4). */
 template <bool VEC>
-static __global__ void __launch_bounds__(ARGMAX_THREADS)
-    argmax_kernel(int32_t *__restrict__ ids, float *__restrict__ vals,
-                  const float *__restrict__ logits, int32_t V, int64_t ld) {
-    tops_pdl_enter();
-    __shared__ float sv[ARGMAX_THREADS / 32];
-    __shared__ int32_t si[ARGMAX_THREADS / 32];
-    const float *row = logits + (int64_t)blockIdx.x * ld;
-    float bv = -INFINITY;
-    int32_t bi = INT_MAX;
-    int32_t j0 = 0;
+static __device__ __forceinline__ void am_scan(const float *row, int32_t j0, int32_t j1, float &bv,
+                                               int32_t &bi) {
+    int32_t js = j0;
     if (VEC) {
         const float4 *r4 = reinterpret_cast<const float4 *>(row);
-        for (int32_t c = threadIdx.x; c < V / 4; c += blockDim.x) {
+        for (int32_t c = j0 / 4 + (int32_t)threadIdx.x; c < j1 / 4; c += blockDim.x) {
             const float4 v = r4[c];
             am_take(v.x, 4 * c, bv, bi);
             am_take(v.y, 4 * c + 1, bv, bi);
             am_take(v.z, 4 * c + 2, bv, bi);
             am_take(v.w, 4 * c + 3, bv, bi);
         }
-        j0 = V / 4 * 4;
+        js = j1 / 4 * 4 > j0 ? j1 / 4 * 4 : j0;
     }
-    for (int32_t j = j0 + threadIdx.x; j < V; j += blockDim.x)
+    for (int32_t j = js + threadIdx.x; j < j1; j += blockDim.x)
         am_take(row[j], j, bv, bi);
+}
+
+/* The block's best (every thread's (bv, bi) in), valid in thread 0. */
+static __device__ __forceinline__ void am_block(float &bv, int32_t &bi, float *sv, int32_t *si) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -267,10 +271,50 @@ static __global__ void __launch_bounds__(ARGMAX_THREADS)
             const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
             am_take(ov, oi, bv, bi);
         }
-        /* INT_MAX: every entry was NaN; 0, as the CPU's scan that nothing beats */
-        if (threadIdx.x == 0) {
-            ids[blockIdx.x] = bi == INT_MAX ? 0 : bi;
-            if (vals) vals[blockIdx.x] = bi == INT_MAX ? __int_as_float(0x7fc00000) : bv;
+    }
+}
+
+template <bool VEC>
+static __global__ void __launch_bounds__(ARGMAX_THREADS)
+    argmax_kernel(int32_t *__restrict__ ids, float *__restrict__ vals,
+                  const float *__restrict__ logits, int32_t V, int64_t ld) {
+    tops_pdl_enter();
+    __shared__ float sv[ARGMAX_THREADS / 32];
+    __shared__ int32_t si[ARGMAX_THREADS / 32];
+    float bv = -INFINITY;
+    int32_t bi = INT_MAX;
+    am_scan<VEC>(logits + (int64_t)blockIdx.x * ld, 0, V, bv, bi);
+    am_block(bv, bi, sv, si);
+    /* INT_MAX: every entry was NaN; 0, as the CPU's scan that nothing beats */
+    if (threadIdx.x == 0) {
+        ids[blockIdx.x] = bi == INT_MAX ? 0 : bi;
+        if (vals) vals[blockIdx.x] = bi == INT_MAX ? __int_as_float(0x7fc00000) : bv;
+    }
+}
+
+/* Row blockIdx.y's logits [blockIdx.x chunk, + chunk): the block's best goes into the row's
+ * word ws[2 r] by atomicMax (am_key: the same rule, whatever order the blocks come in), and the
+ * row's last block (its count ws[2 r + 1]) writes the id and leaves both words zero. */
+template <bool VEC>
+static __global__ void __launch_bounds__(ARGMAX_SPLIT_THREADS)
+    argmax_split_kernel(int32_t *__restrict__ ids, const float *__restrict__ logits, int32_t V,
+                        int64_t ld, int32_t chunk, unsigned long long *__restrict__ ws) {
+    tops_pdl_enter();
+    __shared__ float sv[ARGMAX_SPLIT_THREADS / 32];
+    __shared__ int32_t si[ARGMAX_SPLIT_THREADS / 32];
+    const int32_t r = blockIdx.y, j0 = blockIdx.x * chunk;
+    float bv = -INFINITY;
+    int32_t bi = INT_MAX;
+    am_scan<VEC>(logits + (int64_t)r * ld, j0, min(V, j0 + chunk), bv, bi);
+    am_block(bv, bi, sv, si);
+    if (threadIdx.x == 0) {
+        const uint64_t k = am_key(bv, bi);
+        if (k) atomicMax(ws + 2 * r, (unsigned long long)k);
+        __threadfence(); /* the key before the count */
+        if (atomicAdd(ws + 2 * r + 1, 1ull) == gridDim.x - 1) {
+            __threadfence();
+            ids[r] = am_key_index(atomicExch(ws + 2 * r, 0ull));
+            ws[2 * r + 1] = 0;
         }
     }
 }
@@ -294,6 +338,36 @@ extern "C" tinfer_status tinfer_op_cuda_argmax_val(int32_t *ids, float *vals,
         const bool vec = ld % 4 == 0 && tops_host_aligned(logits, 16);
         TOPS_LAUNCH(err, "argmax_kernel", vec ? argmax_kernel<true> : argmax_kernel<false>, n_out,
                     ARGMAX_THREADS, 0, stream, ids, vals, logits, V, ld);
+    }
+cleanup:
+    return status;
+}
+
+extern "C" tinfer_status tinfer_op_cuda_argmax_split(int32_t *ids, const float *logits,
+                                                     int32_t n_out, int32_t V, int64_t ld,
+                                                     unsigned long long *ws, cudaStream_t stream,
+                                                     tinfer_err *err) {
+    tinfer_status status = TINFER_OK;
+    TOPS_REQUIRE(err, n_out >= 0 && n_out <= 65535 && V >= 1 && ld >= V, "argmax",
+                 "bad sizes n_out=%d V=%d ld=%lld", n_out, V, (long long)ld);
+    if (n_out == 0) return TINFER_OK;
+    TOPS_REQUIRE(err, ids && logits && ws, "argmax", "NULL pointer");
+    {
+        tinfer_cuda_facts f;
+        status = tinfer_cuda_current_facts(&f, err);
+        if (status != TINFER_OK) return status;
+        /* chunks of a row: enough blocks for ARGMAX_SPLIT_PER_SM an SM, each at least
+         * ARGMAX_SPLIT_MIN logits, a multiple of 4 (the float4 loads) */
+        int64_t per_row = ((int64_t)ARGMAX_SPLIT_PER_SM * f.n_sm + n_out - 1) / n_out;
+        int64_t chunk = (V + per_row - 1) / per_row;
+        if (chunk < ARGMAX_SPLIT_MIN) chunk = ARGMAX_SPLIT_MIN;
+        chunk = (chunk + 3) / 4 * 4;
+        const int32_t n_chunks = (int32_t)((V + chunk - 1) / chunk);
+        const bool vec = ld % 4 == 0 && tops_host_aligned(logits, 16);
+        TOPS_LAUNCH(err, "argmax_split_kernel",
+                    vec ? argmax_split_kernel<true> : argmax_split_kernel<false>,
+                    dim3(n_chunks, n_out), ARGMAX_SPLIT_THREADS, 0, stream, ids, logits, V, ld,
+                    (int32_t)chunk, ws);
     }
 cleanup:
     return status;

@@ -164,6 +164,12 @@ tinfer_status tinfer_op_cuda_argmax(int32_t *ids, const float *logits, int32_t n
 tinfer_status tinfer_op_cuda_argmax_val(int32_t *ids, float *vals, const float *logits,
                                         int32_t n_out, int32_t V, int64_t ld, cudaStream_t stream,
                                         tinfer_err *err);
+/* tinfer_op_cuda_argmax with each row cut into chunks, a block each (about two blocks an SM in
+ * all), where one block a row would read at one SM's bandwidth: n_out <= 65,535; ws device
+ * [2 n_out] words, zero before the first call, left zero by each. */
+tinfer_status tinfer_op_cuda_argmax_split(int32_t *ids, const float *logits, int32_t n_out,
+                                          int32_t V, int64_t ld, unsigned long long *ws,
+                                          cudaStream_t stream, tinfer_err *err);
 
 /* Between two queued greedy decode steps of n sequences (every token of the step a logits row,
  * the step's metadata on the device; models/backend_cuda_step.c): ids[0 .. n) are the step's
@@ -226,7 +232,8 @@ typedef struct tinfer_op_cuda_step_bufs {
 } tinfer_op_cuda_step_bufs;
 
 /* 64-bit words the step's buffers hold for up to n_max tokens (the values its phases hand each
- * other: x twice, qkv, the attention output, the SwiGLU output). */
+ * other: x twice, qkv, the attention output, the SwiGLU output; and a step's greedy picks, the
+ * next step's tokens). */
 size_t tinfer_op_cuda_step_ll_words(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda_kv *kv,
                                     int32_t n_max);
 
@@ -251,6 +258,21 @@ tinfer_status tinfer_op_cuda_decode_step(const tinfer_op_cuda_step_model *m,
                                          const int32_t *out_rows, int32_t n, int32_t n_out,
                                          int32_t max_len, uint64_t *trace, cudaStream_t stream,
                                          tinfer_err *err);
+/* n_steps greedy decode steps in one launch: step 0 is tinfer_op_cuda_decode_step's, and step k
+ * > 0 feeds each token the argmax of its logits row from step k - 1 (output row r's pick is
+ * token out_rows[r]'s next token), token j at position pos[j] + k.
+ * The picks go to ids[k n_out + r] (ids: [n_steps n_out]); the logits rows hold the last
+ * step's. Needs amax and ids, n_out = n, no trace; max_len covers the last step's keys. Between
+ * steps the blocks meet once (the picks need every block's share of the LM head), where
+ * separate launches pay a cooperative launch and the weight ring's first loads each. */
+#define TINFER_OP_CUDA_STEP_MAX_STEPS 1024
+tinfer_status tinfer_op_cuda_decode_steps(const tinfer_op_cuda_step_model *m,
+                                          const tinfer_op_cuda_kv *kv,
+                                          const tinfer_op_cuda_step_bufs *b, const int32_t *tok,
+                                          const int32_t *pos, const int32_t *seq,
+                                          const int32_t *out_rows, int32_t n, int32_t n_out,
+                                          int32_t n_steps, int32_t max_len, uint64_t *trace,
+                                          cudaStream_t stream, tinfer_err *err);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include "gemm/cuda/device.h"
 #include "gemm/cuda/pdl.cuh"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -57,6 +58,21 @@ static __device__ __forceinline__ float warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1)
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
+}
+
+/* A greedy pick (value v at index i, INT_MAX: nothing taken) as one 64-bit word that atomicMax
+ * can gather: the value's bits ordered as unsigned (-0 as +0), then the complement of the index,
+ * so a larger word is a larger value, or an equal one at a lower index; 0 is "nothing" (a row
+ * of only NaN). */
+static __device__ __forceinline__ uint64_t am_key(float v, int32_t i) {
+    if (i == INT_MAX) return 0;
+    const uint32_t u = __float_as_uint(v == 0.0f ? 0.0f : v);
+    const uint32_t ord = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ((uint64_t)ord << 32) | (0xffffffffu - (uint32_t)i);
+}
+/* The index of a gathered key (0 for "nothing", as the argmax of a row of only NaN). */
+static __device__ __forceinline__ int32_t am_key_index(uint64_t k) {
+    return k ? (int32_t)(0xffffffffu - (uint32_t)k) : 0;
 }
 
 /* First statement of every ops kernel: they are all launched with programmatic dependent launch

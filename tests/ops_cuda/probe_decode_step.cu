@@ -12,8 +12,11 @@
  * phase until its weight tile had landed), compute (inputs and weights there until its outputs
  * were written), tail (issuing the next tile).
  *
- *   probe-decode-step [--batch 1,8] [--ctx 64] [--reps 20] [--l2-persist MiB]
+ *   probe-decode-step [--batch 1,8] [--ctx 64] [--reps 20] [--l2-persist MiB] [--steps S]
  *                     [--config E,H,HKV,D,F,L,V]   (default 576,9,3,64,1536,30,49152)
+ * --steps also times S greedy steps (each fed the last one's picks) both ways, in alternating
+ * rounds: S launches back to back (tinfer_op_cuda_decode_step), and one launch of S steps
+ * (tinfer_op_cuda_decode_steps); us a step, median of reps.
  * --l2-persist keeps up to that many MiB of the LM head in L2 from step to step (a persisting
  * access-policy window over it on the step's stream).
  * Exit 77 without a GPU, 1 on a CUDA error or a non-finite logit.
@@ -55,7 +58,7 @@ static int parse_list(const char *s, int *out, int cap) {
 }
 
 int main(int argc, char **argv) {
-    int batches[8] = {1, 8}, n_b = 2, ctx = 64, reps = 20, l2_mb = 0;
+    int batches[8] = {1, 8}, n_b = 2, ctx = 64, reps = 20, l2_mb = 0, n_steps = 0;
     int cfg[7] = {576, 9, 3, 64, 1536, 30, 49152};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--batch"))
@@ -64,6 +67,8 @@ int main(int argc, char **argv) {
             ctx = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--steps"))
+            n_steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--l2-persist"))
             l2_mb = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--config")) {
@@ -122,7 +127,8 @@ int main(int argc, char **argv) {
     b.n_max = MAXB;
     CK(cudaMalloc((void **)&b.amax, MAXB * 8)); /* greedy picks in the step, as the backend has */
     CK(cudaMemset(b.amax, 0, MAXB * 8));
-    CK(cudaMalloc((void **)&b.ids, MAXB * 4));
+    const int S = std::max(1, n_steps);
+    CK(cudaMalloc((void **)&b.ids, (size_t)S * MAXB * 4));
     int32_t h_meta[4 * MAXB], *d_meta = NULL;
     for (int j = 0; j < MAXB; j++) {
         h_meta[j] = (j * 7919 + 13) % V; /* tok */
@@ -164,7 +170,66 @@ int main(int argc, char **argv) {
     printf("probe-decode-step: %s, %d SMs; E %d, heads %d/%d x %d, F %d, %d layers, V %d; %d "
            "cached rows\n",
            prop.name, grid, E, H, HKV, D, F, L, V, ctx);
+    /* S greedy steps of B sequences from position ctx: S launches, then one launch of S steps,
+     * in alternating rounds; the picks of both ways must agree */
     int bad = 0;
+    auto greedy_steps = [&](int B) {
+        if (!tinfer_op_cuda_step_ok(&m, &kv, B, ctx + S, grid)) {
+            printf("  %d greedy steps: over the fused step's keys\n", S);
+            return;
+        }
+        std::vector<int32_t> hpos((size_t)S * B);
+        for (int k = 0; k < S; k++)
+            for (int j = 0; j < B; j++)
+                hpos[(size_t)k * B + j] = ctx + k;
+        int32_t *d_pos = NULL;
+        CK(cudaMalloc((void **)&d_pos, hpos.size() * 4));
+        CK(cudaMemcpy(d_pos, hpos.data(), hpos.size() * 4, cudaMemcpyHostToDevice));
+        tinfer_err err;
+        err.msg[0] = 0;
+        tinfer_op_cuda_step_bufs bk = b;
+        auto run = [&](bool one) {
+            tinfer_status rc = TINFER_OK;
+            if (one)
+                rc = tinfer_op_cuda_decode_steps(&m, &kv, &b, d_meta, d_pos, d_meta + 2 * MAXB,
+                                                 d_meta + 3 * MAXB, B, B, S, ctx + S, NULL, st,
+                                                 &err);
+            for (int k = 0; k < S && !one && rc == TINFER_OK; k++) {
+                bk.ids = b.ids + (size_t)k * B;
+                rc = tinfer_op_cuda_decode_step(
+                    &m, &kv, &bk, k ? b.ids + (size_t)(k - 1) * B : d_meta, d_pos + (size_t)k * B,
+                    d_meta + 2 * MAXB, d_meta + 3 * MAXB, B, B, ctx + S, NULL, st, &err);
+            }
+            if (rc != TINFER_OK) {
+                fprintf(stderr, "decode_steps: %s\n", err.msg);
+                exit(1);
+            }
+        };
+        std::vector<float> ms[2];
+        std::vector<int32_t> picks[2];
+        for (int r = -1; r < reps; r++)
+            for (int one = 0; one < 2; one++) {
+                float t = 0;
+                CK(cudaEventRecord(e0, st));
+                run(one);
+                CK(cudaEventRecord(e1, st));
+                CK(cudaEventSynchronize(e1));
+                CK(cudaEventElapsedTime(&t, e0, e1));
+                if (r >= 0) ms[one].push_back(t);
+                picks[one].resize((size_t)S * B);
+                CK(cudaMemcpy(picks[one].data(), b.ids, picks[one].size() * 4,
+                              cudaMemcpyDeviceToHost));
+            }
+        for (auto &v : ms)
+            std::sort(v.begin(), v.end());
+        printf("  %d greedy steps: %.1f us a step in %d launches, %.1f in one (median of %d)\n", S,
+               1e3 * ms[0][reps / 2] / S, S, 1e3 * ms[1][reps / 2] / S, reps);
+        if (picks[0] != picks[1]) {
+            printf("  the picks of one launch differ from those of %d launches\n", S);
+            bad = 1;
+        }
+        CK(cudaFree(d_pos));
+    };
     for (int bi = 0; bi < n_b; bi++) {
         const int B = batches[bi];
         if (!tinfer_op_cuda_step_ok(&m, &kv, B, ctx + 1, grid)) {
@@ -174,9 +239,9 @@ int main(int argc, char **argv) {
         tinfer_err err;
         err.msg[0] = 0;
         auto step = [&](uint64_t *trace) {
-            const tinfer_status rc = tinfer_op_cuda_decode_step(
-                &m, &kv, &b, d_meta, d_meta + MAXB, d_meta + 2 * MAXB, d_meta + 3 * MAXB, B, B,
-                ctx + 1, trace, st, &err);
+            const tinfer_status rc =
+                tinfer_op_cuda_decode_step(&m, &kv, &b, d_meta, d_meta + MAXB, d_meta + 2 * MAXB,
+                                           d_meta + 3 * MAXB, B, B, ctx + 1, trace, st, &err);
             if (rc != TINFER_OK) {
                 fprintf(stderr, "decode_step: %s\n", err.msg);
                 exit(1);
@@ -254,11 +319,12 @@ int main(int argc, char **argv) {
         }
         printf("  embed (start to last write) %.2f us; embed to end %.1f us over %d phases\n",
                (last(0, 3) - last(0, 1)) / 1e3, total / 1e3, n_ph - 1);
+        if (n_steps > 1) greedy_steps(B);
     }
     for (void *p : owned)
         cudaFree(p);
     if (bad) {
-        printf("FAIL: a non-finite logit\n");
+        printf("FAIL: a non-finite logit, or greedy picks that differ between the two ways\n");
         return 1;
     }
     return 0;

@@ -69,6 +69,70 @@ struct step_model {
     int E, H, HKV, D, F, L, V;
 };
 
+/* A random model of shape c on the device (Q/K/V and O biases, tied LM head), as the step takes
+ * it. */
+struct step_weights {
+    std::vector<dbuf<uint16_t>> dw;
+    std::vector<tinfer_op_cuda_step_layer> hl;
+    tinfer_op_cuda_step_layer *dl = NULL;
+    dbuf<float> dinv;
+    const uint16_t *embd = NULL, *onorm = NULL;
+    tinfer_op_cuda_step_model m;
+
+    explicit step_weights(const step_model &c) {
+        const int Q = c.H * c.D, QKV = Q + 2 * c.HKV * c.D;
+        auto up = [&](size_t k, float scale) {
+            std::vector<uint16_t> v(k);
+            for (auto &e : v)
+                e = rnd_bf16(scale);
+            dw.emplace_back();
+            dw.back().alloc(v.size(), 0);
+            dw.back().put(v);
+            return (const uint16_t *)dw.back().p;
+        };
+        /* per layer attn_norm, wqkv, bqkv, wo, bo, ffn_norm, wgu, wdown; then embd, norm */
+        dw.reserve((size_t)c.L * 8 + 2);
+        hl.resize(c.L);
+        for (int l = 0; l < c.L; l++) {
+            hl[l].attn_norm = up(c.E, 1.0f);
+            hl[l].wqkv = up((size_t)QKV * c.E, 0.1f);
+            hl[l].bqkv = up(QKV, 0.5f);
+            hl[l].wo = up((size_t)c.E * Q, 0.1f);
+            hl[l].bo = up(c.E, 0.5f);
+            hl[l].ffn_norm = up(c.E, 1.0f);
+            hl[l].wgu = up((size_t)2 * c.F * c.E, 0.1f);
+            hl[l].wdown = up((size_t)c.E * c.F, 0.1f);
+        }
+        embd = up((size_t)c.V * c.E, 1.0f), onorm = up(c.E, 1.0f);
+        CK(cudaMalloc((void **)&dl, c.L * sizeof *dl));
+        CK(cudaMemcpy(dl, hl.data(), c.L * sizeof *dl, cudaMemcpyHostToDevice));
+        std::vector<float> inv(c.D / 2);
+        for (int j = 0; j < c.D / 2; j++)
+            inv[j] = (float)(1.0 / pow(10000.0, 2.0 * j / c.D));
+        dinv.alloc(inv.size(), 0.0f), dinv.put(inv);
+        m = {c.L, c.E, c.F, c.V, 1e-5f, dl, embd, onorm, embd, dinv.p};
+    }
+    ~step_weights() {
+        for (auto &d : dw)
+            d.free_();
+        CK(cudaFree(dl));
+        dinv.free_();
+    }
+};
+
+/* KV caches of n sequences: random rows before each one's position, the sentinel from it on. */
+static void random_caches(const step_model &c, const std::vector<int32_t> &pos, int n_ctx,
+                          std::vector<uint16_t> &kc, std::vector<uint16_t> &vc) {
+    const size_t KVD = (size_t)c.HKV * c.D, csz = pos.size() * c.L * n_ctx * KVD;
+    kc.assign(csz, SENT_BF16), vc.assign(csz, SENT_BF16);
+    for (size_t s = 0; s < pos.size(); s++)
+        for (int l = 0; l < c.L; l++) {
+            const size_t base = ((size_t)s * c.L + l) * n_ctx * KVD;
+            for (size_t e = 0; e < (size_t)pos[s] * KVD; e++)
+                kc[base + e] = rnd_bf16(1.0f), vc[base + e] = rnd_bf16(1.0f);
+        }
+}
+
 static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, int bad_tok) {
     char label[160];
     char at[32] = "";
@@ -78,43 +142,11 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
              bad_tok >= 0 ? " (a bad token id)" : "");
     const int n = (int)pos.size(), Q = c.H * c.D, KVD = c.HKV * c.D, QKV = Q + 2 * KVD,
               N_CTX = 1024;
-    std::vector<std::vector<uint16_t>> hw;
-    auto rnd_vec = [](size_t k, float s) {
-        std::vector<uint16_t> v(k);
-        for (auto &e : v)
-            e = rnd_bf16(s);
-        return v;
-    };
-    /* weights: per layer attn_norm, wqkv, bqkv, wo, bo, ffn_norm, wgu, wdown; then embd, norm */
-    std::vector<dbuf<uint16_t>> dw;
-    auto up = [&](const std::vector<uint16_t> &v) {
-        dw.emplace_back();
-        dw.back().alloc(v.size(), 0);
-        dw.back().put(v);
-        return dw.back().p;
-    };
-    dw.reserve((size_t)c.L * 8 + 2);
-    std::vector<tinfer_op_cuda_step_layer> hl(c.L);
-    for (int l = 0; l < c.L; l++) {
-        hl[l].attn_norm = up(rnd_vec(c.E, 1.0f));
-        hl[l].wqkv = up(rnd_vec((size_t)QKV * c.E, 0.1f));
-        hl[l].bqkv = up(rnd_vec(QKV, 0.5f));
-        hl[l].wo = up(rnd_vec((size_t)c.E * Q, 0.1f));
-        hl[l].bo = up(rnd_vec(c.E, 0.5f));
-        hl[l].ffn_norm = up(rnd_vec(c.E, 1.0f));
-        hl[l].wgu = up(rnd_vec((size_t)2 * c.F * c.E, 0.1f));
-        hl[l].wdown = up(rnd_vec((size_t)c.E * c.F, 0.1f));
-    }
-    const uint16_t *embd = up(rnd_vec((size_t)c.V * c.E, 1.0f)), *onorm = up(rnd_vec(c.E, 1.0f));
-    tinfer_op_cuda_step_layer *dl = NULL;
-    CK(cudaMalloc((void **)&dl, c.L * sizeof *dl));
-    CK(cudaMemcpy(dl, hl.data(), c.L * sizeof *dl, cudaMemcpyHostToDevice));
-    std::vector<float> inv(c.D / 2);
-    for (int j = 0; j < c.D / 2; j++)
-        inv[j] = (float)(1.0 / pow(10000.0, 2.0 * j / c.D));
-    dbuf<float> dinv;
-    dinv.alloc(inv.size(), 0.0f), dinv.put(inv);
-    const tinfer_op_cuda_step_model m = {c.L, c.E, c.F, c.V, 1e-5f, dl, embd, onorm, embd, dinv.p};
+    const step_weights sw(c);
+    const std::vector<tinfer_op_cuda_step_layer> &hl = sw.hl;
+    const uint16_t *embd = sw.embd, *onorm = sw.onorm;
+    const float *dinv_p = sw.dinv.p;
+    const tinfer_op_cuda_step_model m = sw.m;
 
     /* metadata: token ids, positions, one sequence each, every row wants logits */
     std::vector<int32_t> tok(n), seq(n), rows(n);
@@ -131,13 +163,8 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
 
     /* caches: random rows before each position, the sentinel from it on (same for both ways) */
     const size_t csz = (size_t)n * c.L * N_CTX * KVD;
-    std::vector<uint16_t> kc(csz, SENT_BF16), vc(csz, SENT_BF16);
-    for (int s = 0; s < n; s++)
-        for (int l = 0; l < c.L; l++) {
-            const size_t base = ((size_t)s * c.L + l) * N_CTX * KVD;
-            for (size_t e = 0; e < (size_t)pos[s] * KVD; e++)
-                kc[base + e] = rnd_bf16(1.0f), vc[base + e] = rnd_bf16(1.0f);
-        }
+    std::vector<uint16_t> kc, vc;
+    random_caches(c, pos, N_CTX, kc, vc);
     std::vector<float> logits[2];
     std::vector<uint16_t> k_after;
     int bad = 0;
@@ -169,7 +196,7 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
                 CKT(tinfer_op_cuda_rmsnorm(dxb.p, dx.p, hl[l].attn_norm, NULL, n, n, c.E, 1e-5f,
                                            g_stream, &e_));
                 ref(dxb.p, hl[l].wqkv, hl[l].bqkv, n, QKV, c.E, 0, dqkv.p);
-                CKT(tinfer_op_cuda_attention_decode_rope(datt.p, dqkv.p, &kv, l, dinv.p, dpos.p,
+                CKT(tinfer_op_cuda_attention_decode_rope(datt.p, dqkv.p, &kv, l, dinv_p, dpos.p,
                                                          dseq.p, drows.p, n, max_len, NULL, 0,
                                                          g_stream, &e_));
                 ref(datt.p, hl[l].wo, hl[l].bo, n, c.E, Q, 1, dx.p);
@@ -257,10 +284,125 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
             }
         }
     verdict(label, bad);
-    for (auto &d : dw)
-        d.free_();
-    CK(cudaFree(dl));
-    dinv.free_(), dtok.free_(), dpos.free_(), dseq.free_(), drows.free_();
+    dtok.free_(), dpos.free_(), dseq.free_(), drows.free_();
+}
+
+/* Greedy steps in one launch (tinfer_op_cuda_decode_steps) against the same steps as separate
+ * launches, each fed the last one's picks: n sequences from positions p0[s], S steps, the epoch
+ * counter starting at ep_start. Both run the same arithmetic in the same order, so the picks,
+ * the last step's logits and both caches must match bit for bit; the launch leaves the done
+ * count 0 and the epoch S (5 L + 2) - 1 past its first (or 1 where that passes the wrap
+ * threshold), amax zero, the guard bands whole. */
+static void run_steps_case(const step_model &c, const std::vector<int32_t> &p0, int S,
+                           uint32_t ep_start) {
+    char label[200];
+    snprintf(label, sizeof label,
+             "decode_steps E=%d heads %d/%d hd=%d F=%d L=%d seqs=%zu from %d, %d steps, epoch %#x",
+             c.E, c.H, c.HKV, c.D, c.F, c.L, p0.size(), p0[0], S, ep_start);
+    const int n = (int)p0.size(), N_CTX = 1024;
+    const step_weights sw(c);
+    std::vector<int32_t> tok(n), seq(n), rows(n), pos((size_t)S * n); /* [k n + j]: p0[j] + k */
+    int32_t max_len = 0;
+    for (int i = 0; i < n; i++) {
+        tok[i] = (int32_t)(rnd_u32() % (uint32_t)c.V), seq[i] = i, rows[i] = i;
+        for (int k = 0; k < S; k++)
+            pos[(size_t)k * n + i] = p0[i] + k;
+        max_len = std::max(max_len, p0[i] + S);
+    }
+    std::vector<uint16_t> kc, vc;
+    random_caches(c, p0, N_CTX, kc, vc);
+    dbuf<int32_t> dtok, dpos, dseq, drows;
+    dtok.alloc(n, 0), dtok.put(tok);
+    dpos.alloc(pos.size(), 0), dpos.put(pos);
+    dseq.alloc(n, 0), dseq.put(seq);
+    drows.alloc(n, 0), drows.put(rows);
+    std::vector<int32_t> ids[2];
+    std::vector<float> lg[2];
+    std::vector<uint16_t> k_after[2], v_after[2];
+    int bad = 0;
+    int n_sm = 0;
+    CK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, 0));
+    for (int way = 0; way < 2 && !bad; way++) { /* 0: S launches, 1: one launch of S steps */
+        dbuf<uint16_t> dk, dv;
+        dbuf<float> dlg;
+        dbuf<uint32_t> dbar;
+        dbuf<uint64_t> dll, dam;
+        dbuf<int32_t> dids;
+        dk.alloc(kc.size(), 0), dk.put(kc);
+        dv.alloc(vc.size(), 0), dv.put(vc);
+        dlg.alloc((size_t)n * c.V, 0.0f);
+        dbar.alloc(2, 0u);
+        dbar.put(std::vector<uint32_t>{0u, ep_start});
+        dam.alloc((size_t)n, (uint64_t)0);
+        dids.alloc((size_t)S * n, -1);
+        tinfer_op_cuda_kv kv = {dk.p, dv.p, n, c.L, N_CTX, c.H, c.HKV, c.D};
+        dll.alloc(tinfer_op_cuda_step_ll_words(&sw.m, &kv, n), (uint64_t)0);
+        if (!tinfer_op_cuda_step_ok(&sw.m, &kv, n, max_len, n_sm)) {
+            printf("  %s: tinfer_op_cuda_step_ok refuses the case\n", label);
+            bad = 1;
+            break;
+        }
+        if (way == 0) {
+            for (int k = 0; k < S; k++) {
+                const tinfer_op_cuda_step_bufs b = {dlg.p, dbar.p, dll.p,
+                                                    n,     dam.p,  dids.p + (size_t)k * n};
+                CKT(tinfer_op_cuda_decode_step(
+                    &sw.m, &kv, &b, k ? dids.p + (size_t)(k - 1) * n : dtok.p,
+                    dpos.p + (size_t)k * n, dseq.p, drows.p, n, n, max_len, NULL, g_stream, &e_));
+            }
+        } else {
+            const tinfer_op_cuda_step_bufs b = {dlg.p, dbar.p, dll.p, n, dam.p, dids.p};
+            CKT(tinfer_op_cuda_decode_steps(&sw.m, &kv, &b, dtok.p, dpos.p, dseq.p, drows.p, n, n,
+                                            S, max_len, NULL, g_stream, &e_));
+        }
+        CK(cudaStreamSynchronize(g_stream));
+        if (way == 1) {
+            const std::vector<uint32_t> bar = dbar.get();
+            const uint64_t next = (uint64_t)ep_start + (uint64_t)S * (5u * c.L + 2u) - 1u;
+            const uint32_t want = next > 0xf0000000u ? 1u : (uint32_t)next;
+            const std::vector<uint64_t> am = dam.get();
+            bool am_zero = true;
+            for (uint64_t w : am)
+                am_zero &= w == 0;
+            if (bar[0] != 0 || bar[1] != want || !am_zero) {
+                printf("  %s: done count %u, epoch %u (want %u), amax %s\n", label, bar[0], bar[1],
+                       want, am_zero ? "zero" : "not zero");
+                bad = 1;
+            }
+        }
+        bad |= dlg.guards_ok(label) | dk.guards_ok(label) | dv.guards_ok(label) |
+               dids.guards_ok(label) | dll.guards_ok(label);
+        ids[way] = dids.get(), lg[way] = dlg.get();
+        k_after[way] = dk.get(), v_after[way] = dv.get();
+        dk.free_(), dv.free_(), dlg.free_(), dbar.free_(), dll.free_(), dam.free_(), dids.free_();
+    }
+    for (size_t i = 0; i < ids[0].size() && !bad; i++)
+        if (ids[0][i] != ids[1][i] || ids[1][i] < 0 || ids[1][i] >= c.V) {
+            printf("  %s: step %zu sequence %zu: pick %d in one launch, %d in separate ones\n",
+                   label, i / n, i % n, ids[1][i], ids[0][i]);
+            bad = 1;
+        }
+    if (!bad && (memcmp(lg[0].data(), lg[1].data(), lg[0].size() * sizeof(float)) ||
+                 k_after[0] != k_after[1] || v_after[0] != v_after[1])) {
+        printf("  %s: the last logits or the caches differ from separate launches\n", label);
+        bad = 1;
+    }
+    /* every step wrote its cache row in every layer, the row after the last step's is clean */
+    const size_t KVD = (size_t)c.HKV * c.D;
+    for (int s = 0; s < n && !bad; s++)
+        for (int l = 0; l < c.L && !bad; l++)
+            for (int k = 0; k <= S && !bad; k++) {
+                const int32_t p = p0[s] + k;
+                if (p >= N_CTX) break;
+                const size_t row = (((size_t)s * c.L + l) * N_CTX + p) * KVD;
+                if ((k_after[1][row] != SENT_BF16) != (k < S)) {
+                    printf("  %s: sequence %d layer %d: cache row %d %s\n", label, s, l, p,
+                           k < S ? "not written" : "written past the last step");
+                    bad = 1;
+                }
+            }
+    verdict(label, bad);
+    dtok.free_(), dpos.free_(), dseq.free_(), drows.free_();
 }
 
 /* Host checks (no GPU needed): what tinfer_op_cuda_step_ok accepts, and the launcher's argument
@@ -304,6 +446,19 @@ void test_decode_step_host(void) {
                                       &err) != TINFER_ERR_INVALID_ARG;
     bad |= tinfer_op_cuda_decode_step(&m, &kv, &b, &one, &one, &one, &one, 1, 2, 1, NULL, NULL,
                                       &err) != TINFER_ERR_INVALID_ARG;
+    /* several steps: without greedy picks, with fewer output rows than tokens, too many */
+    uint64_t am[4];
+    int32_t ids[8];
+    const tinfer_op_cuda_step_bufs bg = {&lg, bar, &ll, 4, am, ids};
+    bad |= tinfer_op_cuda_decode_steps(&m, &kv, &b, &one, &one, &one, &one, 1, 1, 2, 1, NULL,
+                                       NULL, &err) != TINFER_ERR_INVALID_ARG;
+    bad |= tinfer_op_cuda_decode_steps(&m, &kv, &bg, &one, &one, &one, &one, 2, 1, 2, 1, NULL,
+                                       NULL, &err) != TINFER_ERR_INVALID_ARG;
+    bad |= tinfer_op_cuda_decode_steps(&m, &kv, &bg, &one, &one, &one, &one, 1, 1, 0, 1, NULL,
+                                       NULL, &err) != TINFER_ERR_INVALID_ARG;
+    bad |= tinfer_op_cuda_decode_steps(&m, &kv, &bg, &one, &one, &one, &one, 1, 1,
+                                       TINFER_OP_CUDA_STEP_MAX_STEPS + 1, 1, NULL, NULL,
+                                       &err) != TINFER_ERR_INVALID_ARG;
     verdict("decode_step host checks (step_ok, argument errors)", bad);
 }
 
@@ -332,7 +487,16 @@ void test_decode_step_all(int quick) {
     run_step_case({256, 16, 16, 128, 4864, 2, 700}, {1, 5, 64, 100, 7}, -1);
     run_step_case({256, 16, 16, 128, 4864, 2, 700}, {70}, -1);
     run_step_case({256, 16, 16, 128, 4864, 2, 700}, {64, 3}, -1); /* 2 tokens, 3 passes */
+    /* greedy steps in one launch: one token (from no cached key; up to the 1,024-key limit;
+     * across the epoch wrap), 2 tokens, 3 (the tensor-core instance), head_dim 128 */
+    run_steps_case({128, 4, 2, 64, 256, 2, 500}, {0}, 5, 1u);
+    run_steps_case({128, 4, 2, 64, 256, 2, 500}, {1017}, 7, 1u);
+    run_steps_case({576, 9, 3, 64, 1536, 2, 1000}, {60}, 6, 0xefffffe0u);
+    run_steps_case({128, 4, 2, 64, 256, 2, 500}, {3, 300}, 4, 7u);
+    run_steps_case({320, 5, 1, 64, 512, 2, 500}, {3, 70, 0}, 4, 1u);
+    run_steps_case({256, 16, 16, 128, 4864, 2, 700}, {70}, 3, 1u);
     if (!quick) {
+        run_steps_case({576, 9, 3, 64, 1536, 2, 1000}, {0, 1, 2, 63, 64, 65, 511, 1000}, 9, 1u);
         run_step_case({256, 2, 1, 128, 512, 2, 1000}, lens, -1);
         for (int32_t p : {0, 65, 1023})
             run_step_case({256, 2, 1, 128, 512, 2, 1000}, {p}, -1);

@@ -343,6 +343,31 @@ static void test_argmax(int32_t n_out, int32_t V, int64_t ld, size_t off) {
     std::vector<int32_t> ids2 = di2.get();
     std::vector<float> vals = dv.get();
     bad |= di2.guards_ok(label) | dv.guards_ok(label);
+    /* rows cut into chunks (the split kernel), twice: its words must come back zero */
+    dbuf<int32_t> di3;
+    dbuf<unsigned long long> dws;
+    di3.alloc(n_out, SENT_I32);
+    dws.alloc(2 * (size_t)n_out, 0ull);
+    std::vector<int32_t> ids3;
+    for (int rep = 0; rep < 2 && !bad; rep++) {
+        CKT(tinfer_op_cuda_argmax_split(di3.p, dl.p, n_out, V, ld, dws.p, g_stream, &e_));
+        CK(cudaStreamSynchronize(g_stream));
+        ids3 = di3.get();
+        for (unsigned long long w : dws.get())
+            if (w != 0) {
+                printf("  %s: the split's words not left zero\n", label);
+                bad = 1;
+                break;
+            }
+        bad |= di3.guards_ok(label) | dws.guards_ok(label);
+        for (int32_t r = 0; r < n_out && !bad; r++)
+            if (ids3[r] != ids2[r]) {
+                printf("  %s: row %d: split argmax %d, one block a row %d\n", label, r, ids3[r],
+                       ids2[r]);
+                bad = 1;
+            }
+    }
+    di3.free_(), dws.free_();
     for (int32_t r = 0; r < n_out && !bad; r++) {
         const float *row = &lg[(size_t)r * ld];
         const int32_t want = argmax_ref(row, V);
@@ -524,6 +549,8 @@ int main(int argc, char **argv) {
     test_argmax(7, 13, 16, 0);
     test_argmax(14, 1000, 1003, 0); /* ld % 4 != 0: scalar path */
     test_argmax(7, 4099, 4100, 1);  /* misaligned */
+    test_argmax(1, 6146, 6148, 0);  /* split: 4 chunks, the last of 2 logits */
+    test_argmax(64, 49152, 49152, 0); /* 64 SmolLM2 rows: several chunks a row */
     if (!quick) test_argmax(7, 128256, 128256, 0);
 
     test_greedy_feed(1, true);
