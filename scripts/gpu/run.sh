@@ -128,6 +128,10 @@ expand() { # the arguments with {OUT} and {PACK} replaced
     echo "$s"
 }
 remaining() { echo $((BUDGET - ($(date +%s) - t0))); }
+# Steps write their logs line by line (stdbuf, where there is one): a step its time limit kills
+# keeps what it printed, instead of the unwritten block buffer of a program printing to a file.
+LINEBUF=
+command -v stdbuf > /dev/null 2>&1 && LINEBUF="stdbuf -oL -eL"
 # run_step LOGFILE LIMIT CMD...: runs in the pack folder; sets rc and secs
 run_step() {
     local logf=$1 lim=$2
@@ -137,7 +141,7 @@ run_step() {
     [ "$lim" -gt "$left" ] && lim=$left
     local s0
     s0=$(date +%s)
-    (cd "$PACK" && timeout -k 10 "$lim" "$@") > "$logf" 2>&1
+    (cd "$PACK" && timeout -k 10 "$lim" $LINEBUF "$@") > "$logf" 2>&1
     rc=$?
     secs=$(($(date +%s) - s0))
 }
