@@ -480,11 +480,6 @@ static __device__ DS_PHASE void swiglu_tile(const uint16_t *xs, int32_t ldxs, in
     }
 }
 
-/* The greedy pick: (v, i) beats (bv, bi); gathered across blocks as am_key (ops_cuda_util.cuh). */
-static __device__ __forceinline__ bool am_better(float v, int32_t i, float bv, int32_t bi) {
-    return v > bv || (v == bv && i < bi); /* tinfer_op_cuda_argmax's rule; NaN never */
-}
-
 /* logits[j][n] = xs[j] · lm_head[n] for j < rows, n in [v0, v1), and each warp's greedy pick of
  * token j as am[warp][j] (am_key): the LM head is read once a step and is the largest matrix,
  * so it is not staged: each warp takes 4 consecutive rows at a time with all their 16-byte loads

@@ -216,9 +216,9 @@ cleanup:
 #define ARGMAX_SPLIT_MIN 2048   /* logits a split block scans at least */
 #define ARGMAX_SPLIT_PER_SM 2   /* split blocks the grid aims for, per SM */
 
-/* (v, i) beats (bv, bi): greater, or equal at a lower index. NaN beats nothing. */
+/* (bv, bi) = (v, i) where it wins (am_better, ops_cuda_util.cuh) */
 static __device__ __forceinline__ void am_take(float v, int32_t i, float &bv, int32_t &bi) {
-    if (v > bv || (v == bv && i < bi)) {
+    if (am_better(v, i, bv, bi)) {
         bv = v;
         bi = i;
     }

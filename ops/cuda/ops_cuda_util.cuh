@@ -60,6 +60,11 @@ static __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
+/* The greedy rule (tinfer_op_cuda_argmax's): (v, i) beats (bv, bi) when greater, or equal at a
+ * lower index; NaN beats nothing. */
+static __device__ __forceinline__ bool am_better(float v, int32_t i, float bv, int32_t bi) {
+    return v > bv || (v == bv && i < bi);
+}
 /* A greedy pick (value v at index i, INT_MAX: nothing taken) as one 64-bit word that atomicMax
  * can gather: the value's bits ordered as unsigned (-0 as +0), then the complement of the index,
  * so a larger word is a larger value, or an equal one at a lower index; 0 is "nothing" (a row
