@@ -183,6 +183,14 @@ static __device__ ds_tile tile_of(const ds_args &a, const ds_ring &R, int32_t t)
     return w;
 }
 
+/* mbar_wait with the flagged words' limit: a ring bug (a stage never refilled, never released)
+ * ends the launch with an error instead of hanging the GPU. mbarrier.try_wait suspends the
+ * thread for a while each call, so DS_SPIN_LIMIT calls are at least as long as as many polls. */
+static __device__ __forceinline__ void ds_mbar_wait(uint64_t *bar, uint32_t parity) {
+    for (uint32_t spins = 0; !mbar_try(bar, parity); spins++)
+        if (spins > DS_SPIN_LIMIT) __trap();
+}
+
 /* The producer warp (lane `lane`): every tile in order, tile t into stage t mod S once the
  * compute warps have released the stage's previous tile, t - S, each lane copying every 32nd
  * 16 bytes with cp.async and arriving on the stage's "full" barrier (count 32) when its copies
@@ -195,7 +203,7 @@ static __device__ ds_tile tile_of(const ds_args &a, const ds_ring &R, int32_t t)
 static __device__ __forceinline__ void ring_produce(const ds_args &a, const ds_ring &R, int lane) {
     for (int32_t t = 0; t < R.n_tiles * a.n_steps; t++) { /* every step's, in order */
         const int32_t s = t % R.S;
-        if (t >= R.S) mbar_wait(R.empty + s, (uint32_t)(t / R.S - 1) & 1u);
+        if (t >= R.S) ds_mbar_wait(R.empty + s, (uint32_t)(t / R.S - 1) & 1u);
         const ds_tile w = tile_of(a, R, t % R.n_tiles);
         unsigned char *dst = R.st + (size_t)s * R.bytes;
 #pragma unroll
@@ -212,7 +220,7 @@ static __device__ __forceinline__ void ring_produce(const ds_args &a, const ds_r
 /* Every compute thread: wait for tile t of the step; its rows in shared memory. */
 static __device__ __forceinline__ const uint16_t *ring_wait(const ds_ring &R, int32_t t) {
     t += R.t0;
-    mbar_wait(R.full + t % R.S, (uint32_t)(t / R.S) & 1u);
+    ds_mbar_wait(R.full + t % R.S, (uint32_t)(t / R.S) & 1u);
     return (const uint16_t *)(R.st + (size_t)(t % R.S) * R.bytes);
 }
 
