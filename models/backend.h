@@ -168,10 +168,10 @@ typedef struct tinfer_backend_ops {
      * and then up to n_more more steps of the same sequences at the next positions, each fed
      * the previous step's argmax, without waiting in between: *n_steps (1 .. 1 + n_more) steps,
      * ids[k * n_out + j] (host memory, room for (1 + n_more) n_out) step k's pick of logits row
-     * j. A backend may run fewer steps than asked (the CUDA backend: n_more < n_batch for one
-     * sequence, whose positions go in the step's metadata; 16 steps a call op by op); the
-     * runtime asks again. TINFER_ERR_UNSUPPORTED, with nothing run, where it cannot; the
-     * runtime then calls logits and goes on one step at a time. */
+     * j. A backend may run fewer steps than asked (the CUDA backend: as many as its ids
+     * buffer holds in one fused launch, 16 a call op by op); the runtime asks again.
+     * TINFER_ERR_UNSUPPORTED, with nothing run, where it cannot; the runtime then calls logits and
+     * goes on one step at a time. */
     tinfer_status (*greedy_steps)(void *cs, int32_t n_more, int32_t *ids, int32_t *n_steps);
     /* The message of the last failing call of this context ("" if none). */
     const char *(*last_error)(const void *cs);

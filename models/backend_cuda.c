@@ -358,6 +358,7 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
     }
     if (cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cudaMalloc((void **)&c->mem, p->total) != cudaSuccess ||
+        cudaMemset(c->mem + p->amx, 0, (size_t)n_batch * 2 * 8) != cudaSuccess ||
         cudaMallocHost((void **)&c->h_logits, p->logits_bytes) != cudaSuccess ||
         cudaMallocHost((void **)&c->h_meta, p->meta_bytes) != cudaSuccess ||
         cudaMallocHost((void **)&c->h_ids, p->ids_count * sizeof(int32_t)) != cudaSuccess ||
@@ -391,6 +392,13 @@ static tinfer_status cuda_ctx_init(void *model_state, int32_t n_seq, int32_t n_c
             goto fail;
         }
         c->amax = c->ll + words;
+    }
+    /* the memsets above ran on the legacy stream, which the context's non-blocking stream does
+     * not wait for: done before any step */
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+        rc = tinfer_err_set(err, TINFER_ERR_CUDA, "cuda backend: zeroing the context's words: %s",
+                            cudaGetErrorString(cudaGetLastError()));
+        goto fail;
     }
     *ctx_state = c;
     return TINFER_OK;

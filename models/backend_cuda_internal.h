@@ -179,9 +179,10 @@ tinfer_status tinfer_cuda_launch_step(cuda_ctx *c);
 /* Greedy steps (models/backend.h's greedy_steps; backend_cuda_step.c): the recorded decode step,
  * every token of it a logits row, then up to n_more more, each fed the previous step's picks on
  * the device, *n_steps of them; step k's picks into the pinned host ids [k n_out .. (k + 1)
- * n_out) once all have run. One sequence as fused kernels back to back (step k's position
- * uploaded with the step, up to n_batch - 1 more); several op by op or as graph replays with
- * tinfer_op_cuda_greedy_feed between them (up to TINFER_CUDA_GREEDY_STEPS in all).
+ * n_out) once all have run. Up to TINFER_OP_CUDA_STEP_MAX_B sequences as one launch of the
+ * fused kernel (tinfer_op_cuda_decode_steps: as many steps as its keys and the ids buffer
+ * allow); else op by op or as graph replays with tinfer_op_cuda_greedy_feed between them (up
+ * to TINFER_CUDA_GREEDY_STEPS in all).
  * TINFER_ERR_UNSUPPORTED, nothing launched, where neither applies. Waits. */
 tinfer_status tinfer_cuda_greedy_steps(cuda_ctx *c, int32_t n_more, int32_t *n_steps);
 

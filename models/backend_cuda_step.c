@@ -389,12 +389,20 @@ static tinfer_status run_step(cuda_ctx *c) {
         skip = ran_next;
     }
     const int32_t V = c->m->cfg->n_vocab;
-    for (int32_t k = 0; k < n_win && rc == TINFER_OK; k++) /* greedy decoding needs only these */
-        if (wins[k].n_out > 0)
-            rc = tinfer_op_cuda_argmax_val((int32_t *)(c->mem + c->plan.ids) + wins[k].o0,
-                                           c->vals ? c->vals + wins[k].o0 : NULL,
-                                           c->logits + (size_t)wins[k].o0 * V, wins[k].n_out, V,
-                                           V, wins[k].s, &c->err);
+    /* greedy decoding needs only these: each row cut across the SMs (a block a row would read
+     * at one SM's bandwidth), or, where the best logit is kept too (tensor parallelism), a
+     * block a row */
+    int32_t *ids = (int32_t *)(c->mem + c->plan.ids);
+    unsigned long long *amx = (unsigned long long *)(c->mem + c->plan.amx);
+    for (int32_t k = 0; k < n_win && rc == TINFER_OK; k++) {
+        const win *w = &wins[k];
+        if (w->n_out <= 0) continue;
+        const float *lg = c->logits + (size_t)w->o0 * V;
+        rc = c->vals ? tinfer_op_cuda_argmax_val(ids + w->o0, c->vals + w->o0, lg, w->n_out, V, V,
+                                                 w->s, &c->err)
+                     : tinfer_op_cuda_argmax_split(ids + w->o0, lg, w->n_out, V, V,
+                                                   amx + 2 * (size_t)w->o0, w->s, &c->err);
+    }
     for (int32_t k = 1; k < n_win; k++) {
         cudaError_t e = cudaEventRecord(c->join[k - 1], wins[k].s);
         if (e == cudaSuccess) e = cudaStreamWaitEvent(c->stream, c->join[k - 1], 0);
@@ -489,38 +497,28 @@ static bool fused_takes(cuda_ctx *c, int32_t steps) {
     return ok;
 }
 
-/* One sequence: fused steps back to back, step k's position uploaded beforehand into the
- * metadata block's unused tail, its token read from step k - 1's pick. */
-static tinfer_status greedy_fused(cuda_ctx *c, int32_t n_more) {
+/* Up to TINFER_OP_CUDA_STEP_MAX_B sequences: `steps` greedy steps as one launch of the fused
+ * kernel (tinfer_op_cuda_decode_steps), which feeds each step's picks to the next on the device
+ * (step k runs token j at position pos[j] + k); the picks, [steps][n], downloaded once. */
+static tinfer_status greedy_fused(cuda_ctx *c, int32_t steps) {
     const tinfer_cuda_ctx_plan *p = &c->plan;
-    const int32_t max_len = c->max_dec_len + n_more;
-    /* positions pos + 1 .. pos + n_more after the step's own (an unused tail of the block) */
-    int32_t *h = c->h_meta + p->m_pos;
-    for (int32_t k = 1; k <= n_more; k++)
-        h[k] = h[0] + k;
-    int32_t *d_pos = meta_dev(c, p->m_pos), *d_ids = (int32_t *)(c->mem + p->ids);
-    if (n_more > 0)
-        CUDA_OK(&c->err,
-                cudaMemcpyAsync(d_pos + 1, h + 1, (size_t)n_more * 4, cudaMemcpyHostToDevice,
-                                c->stream),
-                "uploading the greedy steps' positions");
-    tinfer_status rc = TINFER_OK;
-    for (int32_t k = 0; k <= n_more && rc == TINFER_OK; k++) {
-        const tinfer_op_cuda_step_bufs b = {c->logits, c->bar, c->ll, TINFER_OP_CUDA_STEP_MAX_B,
-                                            c->amax, d_ids + k};
-        rc = tinfer_op_cuda_decode_step(&c->m->step, &c->kv, &b,
-                                        k ? d_ids + k - 1 : meta_dev(c, p->m_tok), d_pos + k,
-                                        meta_dev(c, p->m_seq), meta_dev(c, p->m_out), 1, 1,
-                                        max_len, NULL, c->stream, &c->err);
-        if (rc == TINFER_OK) c->n_fused++;
-    }
+    const int32_t n = c->bp->n;
+    int32_t *d_ids = (int32_t *)(c->mem + p->ids);
+    const tinfer_op_cuda_step_bufs b = {c->logits, c->bar, c->ll, TINFER_OP_CUDA_STEP_MAX_B,
+                                        c->amax, d_ids};
+    tinfer_status rc = tinfer_op_cuda_decode_steps(
+        &c->m->step, &c->kv, &b, meta_dev(c, p->m_tok), meta_dev(c, p->m_pos),
+        meta_dev(c, p->m_seq), meta_dev(c, p->m_out), n, n, steps, c->max_dec_len + steps - 1,
+        NULL, c->stream, &c->err);
     c->last_kernels = 1;
-    if (rc == TINFER_OK)
-        CUDA_OK(&c->err,
-                cudaMemcpyAsync(c->h_ids, d_ids, (size_t)(n_more + 1) * sizeof(int32_t),
-                                cudaMemcpyDeviceToHost, c->stream),
-                "downloading the greedy picks");
-    return rc;
+    c->step_to_host = false;
+    if (rc != TINFER_OK) return rc;
+    c->n_fused += steps;
+    CUDA_OK(&c->err,
+            cudaMemcpyAsync(c->h_ids, d_ids, (size_t)steps * (size_t)n * sizeof(int32_t),
+                            cudaMemcpyDeviceToHost, c->stream),
+            "downloading the greedy picks");
+    return TINFER_OK;
 }
 
 /* Several sequences: the step as it runs alone (op by op, or its graph), and after each step
@@ -567,18 +565,28 @@ tinfer_status tinfer_cuda_greedy_steps(cuda_ctx *c, int32_t n_more, int32_t *n_s
         return TINFER_ERR_UNSUPPORTED;
     for (int32_t i = 0; i < c->n_cmds; i++)
         if (c->cmds[i].kind == CMD_ALLREDUCE) return TINFER_ERR_UNSUPPORTED;
-    /* one sequence: fused steps, as many as the kernel takes the last one's keys for (all that
-     * were asked, else the op-by-op count); else UNSUPPORTED and the runtime steps it a token
-     * at a time. Several: op by op. */
-    int32_t steps = 1 + n_more;
-    if (steps > c->n_batch) steps = c->n_batch; /* the fused steps' positions: the metadata */
-    if (bp->n == 1 && !fused_takes(c, steps)) {
-        if (steps <= TINFER_CUDA_GREEDY_STEPS || !fused_takes(c, TINFER_CUDA_GREEDY_STEPS))
-            return TINFER_ERR_UNSUPPORTED;
-        steps = TINFER_CUDA_GREEDY_STEPS;
+    /* fused (up to TINFER_OP_CUDA_STEP_MAX_B sequences): one launch of as many steps as the
+     * kernel takes the last one's keys for and the ids buffer holds the picks of, all that were
+     * asked where it can. Else several sequences op by op, up to TINFER_CUDA_GREEDY_STEPS a
+     * call, and one sequence UNSUPPORTED (the runtime steps it a token at a time, on the same
+     * decode attention split as every other step). The runtime asks again for the rest. */
+    const int32_t asked = 1 + n_more;
+    int32_t steps = (int32_t)(c->plan.ids_count / (size_t)bp->n);
+    if (steps > TINFER_OP_CUDA_STEP_MAX_STEPS) steps = TINFER_OP_CUDA_STEP_MAX_STEPS;
+    if (steps > asked) steps = asked;
+    bool fused = false;
+    if (bp->n <= TINFER_OP_CUDA_STEP_MAX_B) {
+        if (!fused_takes(c, steps)) { /* the keys may run out first: as many as they allow */
+            const int32_t room = TINFER_OP_CUDA_STEP_MAX_KEYS - c->max_dec_len + 1;
+            steps = room < steps ? room : 0;
+        }
+        fused = steps >= 1 && fused_takes(c, steps);
     }
-    if (bp->n > 1 && steps > TINFER_CUDA_GREEDY_STEPS) steps = TINFER_CUDA_GREEDY_STEPS;
-    const tinfer_status rc = bp->n == 1 ? greedy_fused(c, steps - 1) : greedy_op_by_op(c, steps);
+    if (!fused) {
+        if (bp->n == 1) return TINFER_ERR_UNSUPPORTED;
+        steps = asked < TINFER_CUDA_GREEDY_STEPS ? asked : TINFER_CUDA_GREEDY_STEPS;
+    }
+    const tinfer_status rc = fused ? greedy_fused(c, steps) : greedy_op_by_op(c, steps);
     const cudaError_t e = cudaStreamSynchronize(c->stream);
     if (rc != TINFER_OK) return rc;
     CUDA_OK(&c->err, e, "the greedy steps' kernels");

@@ -68,6 +68,7 @@ bool tinfer_cuda_ctx_plan_make(const tinfer_llama_config *cfg, int32_t n_seq, in
                        ? nb
                        : (size_t)(TINFER_CUDA_GREEDY_STEPS + 1) * (size_t)n_seq;
     TAKE(ids, p->ids_count * 4);
+    TAKE(amx, nb * 2 * 8); /* tinfer_op_cuda_argmax_split's words, a row's two */
     p->max_tiles = tinfer_cuda_max_attn_tiles(n_batch, n_seq, attn_tile);
     p->m_tok = 0;
     p->m_pos = nb;

@@ -51,6 +51,7 @@ struct tinfer_context {
     /* greedy decoding: the backend's picks [max(n_batch, GREEDY_BATCH_STEPS n_seq_max)], and
      * per sequence still decoding [n_seq_max] each: its index in the call, token, position */
     int32_t *picks, *g_idx, *g_tok, *g_pos, *g_seq;
+    size_t n_picks;
     int32_t n_last;      /* n_tokens of the last successful tinfer_decode (0: none) */
     int64_t n_steps;     /* successful tinfer_decode calls */
     tinfer_llama_scratch s;
@@ -124,6 +125,7 @@ tinfer_status tinfer_context_init(tinfer_model *model, const tinfer_context_para
                                ? (size_t)n_batch
                                : (size_t)GREEDY_BATCH_STEPS * (size_t)p.n_seq_max;
     c->picks = malloc(n_picks * sizeof(int32_t));
+    c->n_picks = n_picks;
     c->g_idx = malloc(4 * (size_t)p.n_seq_max * sizeof(int32_t));
     if (c->g_idx) {
         c->g_tok = c->g_idx + p.n_seq_max;
@@ -303,8 +305,11 @@ tinfer_status tinfer_decode_greedy_batch(tinfer_context *c, int32_t n, const int
     }
     int32_t done = 0; /* steps run: every active sequence has done picks */
     while (na > 0 && done < n_max) {
-        /* steps to ask for after the first: the seam's bounds (backend.h) */
-        const int32_t cap = na == 1 ? c->n_batch - 1 : GREEDY_BATCH_STEPS - 1;
+        /* steps to ask for after the first: as many as the picks buffer holds (backend.h: the
+         * backend runs what it can of them; at least n_batch for one sequence, 16 steps for
+         * every sequence of the context) */
+        const size_t room = c->n_picks / (size_t)na - 1;
+        const int32_t cap = room > (size_t)INT32_MAX ? INT32_MAX : (int32_t)room;
         int32_t more = n_max - done - 1, got = 0;
         if (more > cap) more = cap;
         for (int32_t a = 0; a < na; a++)

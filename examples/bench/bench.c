@@ -254,7 +254,10 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
     cp.n_ctx = kind == 'p' ? tokens : tokens + (batch > 1 ? BATCH_PROMPT : 0);
     if (n_ctx > cp.n_ctx) cp.n_ctx = n_ctx;
     cp.n_batch = kind == 'p' ? tokens : batch * (batch > 1 ? BATCH_PROMPT : 1);
-    if (kind == 'g' && batch == 1 && b->greedy > cp.n_batch) cp.n_batch = b->greedy;
+    /* greedy: room for every sequence's picks of a call's K steps (the backend runs as many of
+     * them at once as its buffers, sized by n_batch, hold), up to 4,096 tokens' activations */
+    const int64_t picks = (int64_t)b->greedy * batch;
+    if (kind == 'g' && picks > cp.n_batch && picks <= 4096) cp.n_batch = (int32_t)picks;
     cp.cuda_graphs = b->graphs;
     cp.cuda_fused_decode = b->fused;
     cp.cuda_micro_batches = b->micro;

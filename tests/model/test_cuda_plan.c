@@ -49,8 +49,8 @@ int main(void) {
     CHECK(tinfer_cuda_ctx_plan_make(&s, 64, 256, 512, 64, 64, 12345, &p), "plan");
     const size_t kv = (size_t)64 * 30 * 256 * 192 * 2; /* one cache: BF16 [64][30][256][192] */
     CHECK(p.kv_bytes == 2 * kv, "KV bytes %zu, want %zu", p.kv_bytes, 2 * kv);
-    const size_t off[] = {p.k,   p.v,   p.x,      p.xb,  p.qkv,  p.att,
-                          p.act, p.nss, p.logits, p.ids, p.meta, p.ws};
+    const size_t off[] = {p.k,   p.v,      p.x,   p.xb,  p.qkv,  p.att, p.act,
+                          p.nss, p.logits, p.ids, p.amx, p.meta, p.ws};
     const size_t len[] = {kv,
                           kv,
                           512 * 576 * 4,
@@ -61,10 +61,11 @@ int main(void) {
                           (size_t)60 * 512 * 2 * 8, /* 2 split RMSNorms a layer, 2 words a token */
                           (size_t)64 * 49152 * 4,
                           512 * 4,
+                          512 * 2 * 8, /* the split argmax's two words a row */
                           p.m_count * 4,
                           12345};
     CHECK(p.nss_slots == 60, "split RMSNorm slots %d", (int)p.nss_slots);
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < 13; i++) {
         CHECK(off[i] % 256 == 0, "buffer %d at %zu not 256-byte aligned", i, off[i]);
         CHECK(off[i] + len[i] <= p.total, "buffer %d ends past the total", i);
         if (i > 0) CHECK(off[i - 1] + len[i - 1] <= off[i], "buffers %d and %d overlap", i - 1, i);

@@ -24,6 +24,9 @@
  *   6. tinfer_decode_greedy (two calls) gives the tokens of step-by-step greedy decoding in the
  *      same context, exactly: queued fused steps in the default context (all of them fused),
  *      one step at a time in the op-by-op one.
+ *   6b. 80 greedy steps in one tinfer_decode_greedy_batch call give the tokens of a step a
+ *      call in the same default context, exactly: 1 sequence (one launch of 80 fused steps),
+ *      then 4 (launches of up to 64).
  *   7. sequences decoded together, each step's rows of logits GPU vs CPU within TOL_REL_RMS:
  *      12 as one chain (M = 12: the RMSNorms split between the GEMMs around them,
  *      models/backend_cuda_step.c; the replayed step ran at most 6 n_layer + 5 kernels), 24 as
@@ -194,6 +197,77 @@ static void greedy_batch(tinfer_model *g, tinfer_context *c, const tinfer_token 
     else
         CHECK(replays >= NQ - 2 && nf == 0, "decode_greedy_batch (op by op) replayed %lld graphs "
               "and fused %lld steps in %d", replays, nf, (int)NQ);
+}
+
+/* Check 6b: ns sequences (prompt s: tok + s, plen[s] tokens) decoded greedily for N_LONG steps
+ * in context c, once a tinfer_decode a step (every row asking for its argmax) and once through
+ * tinfer_decode_greedy_batch: the same tokens exactly, where both run the same fused kernel
+ * (the default context, up to 8 sequences), the second time as few launches of many steps
+ * (tinfer_op_cuda_decode_steps: all N_LONG in one for one sequence). Every step must have run
+ * fused. A pick that ends generation ends that sequence's comparison. */
+#define N_LONG 80
+static void prefill_argmax(tinfer_context *c, const tinfer_token *tok, const int32_t *plen,
+                           int32_t ns, tinfer_token *first) {
+    tinfer_token bt[64];
+    int32_t pos[64], seq[64], last[8] = {0}, n = 0;
+    int8_t want[64];
+    tinfer_seq_clear(c, -1);
+    for (int32_t s = 0; s < ns; s++)
+        for (int32_t i = 0; i < plen[s] && n < 64; i++, n++) {
+            bt[n] = tok[s + i], pos[n] = i, seq[n] = s;
+            want[n] = i == plen[s] - 1 ? 2 : 0;
+            if (want[n]) last[s] = n;
+        }
+    tinfer_batch b = {n, bt, pos, seq, want};
+    const bool ok = tinfer_decode(c, &b) == TINFER_OK;
+    CHECK(ok, "greedy_long prefill: %s", tinfer_context_last_error(c));
+    for (int32_t s = 0; s < ns; s++)
+        first[s] = ok ? tinfer_get_argmax(c, last[s]) : 0;
+}
+
+static void greedy_long(tinfer_model *g, tinfer_context *c, const tinfer_token *tok,
+                        const int32_t *plen, int32_t ns) {
+    static tinfer_token ref[8][N_LONG], out[8 * N_LONG];
+    tinfer_token first[8], cur[8];
+    int32_t pos[8], seq[8], n_out[8];
+    int8_t want[8];
+    if (ns > 8) return;
+    prefill_argmax(c, tok, plen, ns, first);
+    for (int32_t s = 0; s < ns; s++)
+        cur[s] = first[s], seq[s] = s, want[s] = 2;
+    for (int32_t k = 0; k < N_LONG; k++) { /* a step a call */
+        for (int32_t s = 0; s < ns; s++)
+            pos[s] = plen[s] + k;
+        tinfer_batch b = {ns, cur, pos, seq, want};
+        if (tinfer_decode(c, &b) != TINFER_OK) {
+            CHECK(0, "greedy_long step %d: %s", (int)k, tinfer_context_last_error(c));
+            return;
+        }
+        for (int32_t s = 0; s < ns; s++)
+            ref[s][k] = cur[s] = tinfer_get_argmax(c, s);
+    }
+    prefill_argmax(c, tok, plen, ns, first);
+    tinfer_context_stats q0 = {0}, q1 = {0};
+    tinfer_context_get_stats(c, &q0);
+    const tinfer_status qs = tinfer_decode_greedy_batch(c, ns, seq, first, N_LONG, out, n_out);
+    tinfer_context_get_stats(c, &q1);
+    if (qs != TINFER_OK) {
+        CHECK(0, "greedy_long (%d sequences): %s", (int)ns, tinfer_context_last_error(c));
+        return;
+    }
+    for (int32_t s = 0; s < ns; s++) {
+        const int32_t m = n_out[s];
+        CHECK(m == N_LONG || (m > 0 && tinfer_token_is_eog(g, out[s * N_LONG + m - 1])),
+              "greedy_long: sequence %d made %d of %d picks without ending generation", (int)s,
+              (int)m, N_LONG);
+        CHECK(!memcmp(ref[s], out + s * N_LONG, (size_t)m * sizeof(tinfer_token)),
+              "greedy_long: sequence %d of %d: one call's tokens differ from a step a call",
+              (int)s, (int)ns);
+    }
+    const long long steps = q1.steps - q0.steps, nf = q1.fused_steps - q0.fused_steps;
+    printf("  decode_greedy_batch of %d sequences, %d steps: %lld steps, %lld fused, the tokens "
+           "of a step a call\n", (int)ns, N_LONG, steps, nf);
+    CHECK(steps > 0 && nf == steps, "greedy_long: %lld of %lld steps fused", nf, steps);
 }
 
 /* Check 7: NS sequences (prompts of 1 .. 10 tokens) decoded together for 4 steps, GPU vs CPU,
@@ -437,6 +511,12 @@ int main(int argc, char **argv) {
             }
             printf("  decode_greedy: the step-by-step tokens in the default (queued fused steps) "
                    "and op-by-op contexts\n");
+            /* 6b. many greedy steps a call: one sequence, then 4 */
+            if (cd) greedy_long(g, cd, tok, plen, 1);
+            tinfer_context *c4 = context(g, 4, tinfer_context_default_params().cuda_fused_decode);
+            CHECK(c4 != NULL, "default context of 4 sequences");
+            if (c4) greedy_long(g, c4, tok, plen, 4);
+            tinfer_context_free(c4);
             tinfer_context_free(cd);
         }
         /* 7. sequences decoded together, GPU vs CPU: 12 as one chain (the RMSNorms split);
