@@ -320,7 +320,14 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
                 }
                 a.b.bar[0] = 0; /* every block has counted */
                 if (!more) {
-                    a.b.bar[1] = ep_pick > 0xf0000000u ? 1u : ep_pick; /* far from wrapping */
+                    const bool wrap = ep_pick > 0xf0000000u; /* far from wrapping */
+                    a.b.bar[1] = wrap ? 1u : ep_pick;
+                    /* epochs start again at 1: no flagged word may keep one a later step could
+                     * match before its writer has run (a token absent for billions of epochs).
+                     * Every block is done with them; one thread, once in ~26M steps. */
+                    if (wrap)
+                        for (uint64_t *w = ll.xa; w < ll.tok + a.b.n_max; w++)
+                            *w = 0;
                 } else {
                     __threadfence(); /* the count and amax reset before any block goes on */
 #pragma unroll

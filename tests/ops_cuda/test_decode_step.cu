@@ -186,7 +186,7 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
         dam.alloc((size_t)n, (uint64_t)0);
         dids.alloc((size_t)n, -1);
         /* the first launch's epochs run from just under the kernel's wrap threshold past it, so
-         * the second one starts again at 1 over words flagged with the first's */
+         * the second one starts again at 1 (over words the first zeroed as it wrapped) */
         dbar.put(std::vector<uint32_t>{0u, 0xefffffffu});
         tinfer_op_cuda_kv kv = {dk.p, dv.p, n, c.L, N_CTX, c.H, c.HKV, c.D};
         dll.alloc(tinfer_op_cuda_step_ll_words(&m, &kv, n), (uint64_t)0);
@@ -292,7 +292,7 @@ static void run_step_case(const step_model &c, const std::vector<int32_t> &pos, 
  * counter starting at ep_start. Both run the same arithmetic in the same order, so the picks,
  * the last step's logits and both caches must match bit for bit; the launch leaves the done
  * count 0 and the epoch S (5 L + 2) - 1 past its first (or 1 where that passes the wrap
- * threshold), amax zero, the guard bands whole. */
+ * threshold, with every flagged word zeroed), amax zero, the guard bands whole. */
 static void run_steps_case(const step_model &c, const std::vector<int32_t> &p0, int S,
                            uint32_t ep_start) {
     char label[200];
@@ -367,6 +367,17 @@ static void run_steps_case(const step_model &c, const std::vector<int32_t> &p0, 
             if (bar[0] != 0 || bar[1] != want || !am_zero) {
                 printf("  %s: done count %u, epoch %u (want %u), amax %s\n", label, bar[0], bar[1],
                        want, am_zero ? "zero" : "not zero");
+                bad = 1;
+            }
+            /* past the wrap threshold the launch leaves every flagged word zero (epoch 0: none
+             * a later step waits for) */
+            size_t flagged = 0;
+            if (want == 1u)
+                for (uint64_t w : dll.get())
+                    flagged += w != 0;
+            if (flagged) {
+                printf("  %s: %zu flagged words left nonzero after the epoch wrapped\n", label,
+                       flagged);
                 bad = 1;
             }
         }
