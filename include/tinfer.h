@@ -274,9 +274,9 @@ TINFER_API tinfer_token tinfer_get_argmax(const tinfer_context *ctx, int32_t i);
  * input, at most n_max steps; the picks go to out[0 .. *n_out). Stops after a pick that ends
  * generation (tinfer_token_is_eog; it is the last of out, and is not fed: the sequence holds
  * `token` and the picks before it). The same tokens and cache as n_max rounds of tinfer_decode
- * + tinfer_get_argmax, but where the backend can (the CUDA backend's fused decode step) the
- * steps are queued on the device, each reading its token from the previous step's pick, with
- * no host round trip between them. Afterwards tinfer_get_logits / tinfer_get_argmax have
+ * + tinfer_get_argmax, but where the backend can (the CUDA backend's fused decode step: the
+ * steps in one kernel launch) the steps run on the device, each reading its token from the
+ * previous step's pick, with no host round trip between them. Afterwards tinfer_get_logits / tinfer_get_argmax have
  * nothing (NULL / -1) until the next tinfer_decode. The sequence needs room for n_max tokens
  * (else TINFER_ERR_CONTEXT_FULL, nothing run). */
 TINFER_API tinfer_status tinfer_decode_greedy(tinfer_context *ctx, int32_t seq_id,
@@ -288,9 +288,11 @@ TINFER_API tinfer_status tinfer_decode_greedy(tinfer_context *ctx, int32_t seq_i
  * most n_max steps. Sequence i's picks go to out[i * n_max .. i * n_max + n_out[i]); like
  * tinfer_decode_greedy it stops after a pick that ends generation (kept, not fed), so its cache
  * grows by n_out[i] tokens. The same tokens and caches as n_max rounds of one tinfer_decode of
- * all of them + tinfer_get_argmax, but where the backend can (CUDA: a decode step op by op, or
- * the fused step for up to 8 sequences) several steps are queued on the device, each reading its
- * tokens from the previous step's picks, with no host round trip between them. Afterwards
+ * all of them + tinfer_get_argmax, but where the backend can (CUDA: up to 8 sequences as one
+ * launch of the fused step's kernel for many steps, more sequences op by op, 16 steps at a time)
+ * the steps run on the device, each reading its tokens from the previous step's picks, with no
+ * host round trip between them (a sequence that ends generation may be computed a few steps
+ * further there; its cache keeps only what is described above). Afterwards
  * tinfer_get_logits / tinfer_get_argmax have nothing until the next tinfer_decode. Every
  * sequence needs room for n_max tokens (else TINFER_ERR_CONTEXT_FULL, nothing run); n <=
  * the context's n_batch. On an error the steps already run stay, counted in n_out. */
