@@ -9,9 +9,9 @@
  * embedding table, stored once.
  * Context: K and V caches BF16 [n_seq][n_layer][n_ctx][KV] each; activations for n_batch tokens
  * (x F32 [n, E]; xb, qkv, att, act BF16); logits F32 [n_logits, V] on the device and in pinned
- * host memory; the argmax of each logits row (int32 [n_batch]) and the split argmax's words (uint64
- * [n_batch][2], zero between steps); the step's metadata (int32:
- * tok, pos, seq, out_rows [n_batch], attention tiles 3 x max_tiles, decode list [n_batch]); the
+ * host memory; the argmax of each logits row (int32 [n_batch]) and the split argmax's words
+ * (uint64 [n_batch][2], zero between steps); the step's metadata (int32: tok, pos, seq,
+ * out_rows [n_batch], attention tiles 3 x max_tiles, decode list [n_batch]); the
  * split-KV attention workspace; the split RMSNorm's sums of squares (gemm/bf16.h: two uint64
  * words a token for each of the 2 n_layer RMSNorms a step can split, [slot][n tokens][2]).
  */
