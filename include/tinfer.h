@@ -276,8 +276,8 @@ TINFER_API tinfer_token tinfer_get_argmax(const tinfer_context *ctx, int32_t i);
  * `token` and the picks before it). The same tokens and cache as n_max rounds of tinfer_decode
  * + tinfer_get_argmax, but where the backend can (the CUDA backend's fused decode step: the
  * steps in one kernel launch) the steps run on the device, each reading its token from the
- * previous step's pick, with no host round trip between them. Afterwards tinfer_get_logits / tinfer_get_argmax have
- * nothing (NULL / -1) until the next tinfer_decode. The sequence needs room for n_max tokens
+ * previous step's pick, with no host round trip between them. Afterwards tinfer_get_logits /
+ * tinfer_get_argmax have nothing (NULL / -1) until the next tinfer_decode. The sequence needs room for n_max tokens
  * (else TINFER_ERR_CONTEXT_FULL, nothing run). */
 TINFER_API tinfer_status tinfer_decode_greedy(tinfer_context *ctx, int32_t seq_id,
                                               tinfer_token token, int32_t n_max, tinfer_token *out,
