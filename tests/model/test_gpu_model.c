@@ -103,21 +103,38 @@ static int greedy_alone(tinfer_context *c, const tinfer_token *tok, int32_t plen
     return 0;
 }
 
+/* The prompts of ns sequences (sequence s: tok + s, plen[s] tokens, 64 in all at most) as one
+ * step from an empty cache, each asking for its last token's argmax only: first[s]. false when
+ * they do not fit or the step failed (the context says why). */
+static bool prefill_argmax(tinfer_context *c, const tinfer_token *tok, const int32_t *plen,
+                           int32_t ns, tinfer_token *first) {
+    tinfer_token bt[64];
+    int32_t pos[64], seq[64], last[8] = {0}, n = 0;
+    int8_t want[64];
+    if (ns > 8) return false;
+    tinfer_seq_clear(c, -1);
+    for (int32_t s = 0; s < ns; s++) {
+        if (plen[s] < 1 || plen[s] > 64 - n) return false;
+        for (int32_t i = 0; i < plen[s]; i++, n++) {
+            bt[n] = tok[s + i], pos[n] = i, seq[n] = s;
+            want[n] = i == plen[s] - 1 ? 2 : 0;
+        }
+        last[s] = n - 1;
+    }
+    tinfer_batch b = {n, bt, pos, seq, want};
+    if (tinfer_decode(c, &b) != TINFER_OK) return false;
+    for (int32_t s = 0; s < ns; s++)
+        first[s] = tinfer_get_argmax(c, last[s]);
+    return true;
+}
+
 /* The same through tinfer_decode_greedy: the prompt in one step, its argmax as out[0], then two
  * calls for the other N_GREEDY - 1 picks, of whose steps *fused ran fused. 0, or 1 when a call
  * failed or made fewer picks. */
 static int greedy_calls(tinfer_context *c, const tinfer_token *tok, int32_t plen,
                         tinfer_token *out, int64_t *fused) {
-    int32_t pos[64], seq[64] = {0}, na = 0, nb = 0;
-    if (plen > 64) return 1;
-    tinfer_seq_clear(c, -1);
-    for (int32_t i = 0; i < plen; i++)
-        pos[i] = i;
-    int8_t want[64] = {0};
-    want[plen - 1] = 2; /* the argmax only */
-    tinfer_batch b = {plen, tok, pos, seq, want};
-    if (tinfer_decode(c, &b) != TINFER_OK) return 1;
-    out[0] = tinfer_get_argmax(c, plen - 1);
+    int32_t na = 0, nb = 0;
+    if (!prefill_argmax(c, tok, &plen, 1, out)) return 1;
     tinfer_context_stats s0 = {0}, s1 = {0};
     tinfer_context_get_stats(c, &s0);
     const int32_t first = (N_GREEDY - 1) / 2;
@@ -139,25 +156,16 @@ static void greedy_batch(tinfer_model *g, tinfer_context *c, const tinfer_token 
                          const int32_t plen[4], tinfer_token gg[4][N_GREEDY],
                          double gap[4][N_GREEDY], bool fused) {
     enum { NQ = N_GREEDY - 1 };
-    tinfer_seq_clear(c, -1);
-    tinfer_token bt[64], first[4], out[4 * NQ];
-    int32_t pos[64], seq[64], n = 0, last[4], n_out[4];
-    int8_t want[64];
-    for (int32_t s = 0; s < 4; s++)
-        for (int32_t i = 0; i < plen[s]; i++, n++) {
-            bt[n] = tok[s + i], pos[n] = i, seq[n] = s;
-            want[n] = i == plen[s] - 1 ? 2 : 0;
-            if (want[n]) last[s] = n;
-        }
-    tinfer_batch b = {n, bt, pos, seq, want};
+    tinfer_token by_seq[4], first[4], out[4 * NQ];
+    int32_t n_out[4];
     const char *how = fused ? "fused" : "op by op";
-    if (tinfer_decode(c, &b) != TINFER_OK) {
+    if (!prefill_argmax(c, tok, plen, 4, by_seq)) {
         CHECK(0, "batched prefill (argmax only, %s): %s", how, tinfer_context_last_error(c));
         return;
     }
     const int32_t order[4] = {2, 0, 3, 1};
     for (int32_t i = 0; i < 4; i++)
-        first[i] = tinfer_get_argmax(c, last[order[i]]);
+        first[i] = by_seq[order[i]];
     tinfer_context_stats q0 = {0}, q1 = {0};
     tinfer_context_get_stats(c, &q0);
     const tinfer_status qs = tinfer_decode_greedy_batch(c, 4, order, first, NQ, out, n_out);
@@ -206,33 +214,16 @@ static void greedy_batch(tinfer_model *g, tinfer_context *c, const tinfer_token 
  * (tinfer_op_cuda_decode_steps: all N_LONG in one for one sequence). Every step must have run
  * fused. A pick that ends generation ends that sequence's comparison. */
 #define N_LONG 80
-static void prefill_argmax(tinfer_context *c, const tinfer_token *tok, const int32_t *plen,
-                           int32_t ns, tinfer_token *first) {
-    tinfer_token bt[64];
-    int32_t pos[64], seq[64], last[8] = {0}, n = 0;
-    int8_t want[64];
-    tinfer_seq_clear(c, -1);
-    for (int32_t s = 0; s < ns; s++)
-        for (int32_t i = 0; i < plen[s] && n < 64; i++, n++) {
-            bt[n] = tok[s + i], pos[n] = i, seq[n] = s;
-            want[n] = i == plen[s] - 1 ? 2 : 0;
-            if (want[n]) last[s] = n;
-        }
-    tinfer_batch b = {n, bt, pos, seq, want};
-    const bool ok = tinfer_decode(c, &b) == TINFER_OK;
-    CHECK(ok, "greedy_long prefill: %s", tinfer_context_last_error(c));
-    for (int32_t s = 0; s < ns; s++)
-        first[s] = ok ? tinfer_get_argmax(c, last[s]) : 0;
-}
-
 static void greedy_long(tinfer_model *g, tinfer_context *c, const tinfer_token *tok,
                         const int32_t *plen, int32_t ns) {
     static tinfer_token ref[8][N_LONG], out[8 * N_LONG];
     tinfer_token first[8], cur[8];
     int32_t pos[8], seq[8], n_out[8];
     int8_t want[8];
-    if (ns > 8) return;
-    prefill_argmax(c, tok, plen, ns, first);
+    if (!prefill_argmax(c, tok, plen, ns, first)) {
+        CHECK(0, "greedy_long prefill (%d sequences): %s", (int)ns, tinfer_context_last_error(c));
+        return;
+    }
     for (int32_t s = 0; s < ns; s++)
         cur[s] = first[s], seq[s] = s, want[s] = 2;
     for (int32_t k = 0; k < N_LONG; k++) { /* a step a call */
@@ -246,7 +237,10 @@ static void greedy_long(tinfer_model *g, tinfer_context *c, const tinfer_token *
         for (int32_t s = 0; s < ns; s++)
             ref[s][k] = cur[s] = tinfer_get_argmax(c, s);
     }
-    prefill_argmax(c, tok, plen, ns, first);
+    if (!prefill_argmax(c, tok, plen, ns, first)) {
+        CHECK(0, "greedy_long prefill again: %s", tinfer_context_last_error(c));
+        return;
+    }
     tinfer_context_stats q0 = {0}, q1 = {0};
     tinfer_context_get_stats(c, &q0);
     const tinfer_status qs = tinfer_decode_greedy_batch(c, ns, seq, first, N_LONG, out, n_out);
