@@ -84,6 +84,7 @@ typedef struct cmd {
 typedef struct graph_entry {
     int32_t n, n_out, chunk, n_split;
     const float *logits;
+    bool lm_argmax; /* the LM head ran as tinfer_op_cuda_lm_argmax (no logits) */
     int32_t seen;
     cudaGraphExec_t exec;
     uint64_t used;

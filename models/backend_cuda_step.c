@@ -356,9 +356,32 @@ static tinfer_status run_op(cuda_ctx *c, const win *w, int32_t i, int32_t n_slot
     return TINFER_OK;
 }
 
+/* Whether the step's LM head and argmax run as one kernel (tinfer_op_cuda_lm_argmax) that
+ * writes the picks and no logits: where only the picks are wanted (no logits asked for, no best
+ * logit kept), the last op is the LM head over the gathered rows, and every window's rows fit
+ * the kernel. Off unless TINFER_CUDA_LM_ARGMAX=1 (read once) until it has run and been measured
+ * on a GPU; =0 keeps the GEMM and the argmax, so that one build measures both. */
+static bool lm_argmax_step(const cuda_ctx *c) {
+    static int enabled = -1;
+    if (enabled < 0) {
+        const char *v = getenv("TINFER_CUDA_LM_ARGMAX");
+        enabled = v && !strcmp(v, "1");
+    }
+    if (!enabled || c->want_logits || c->vals || c->n_cmds == 0) return false;
+    const cmd *o = &c->cmds[c->n_cmds - 1];
+    const int32_t E = c->m->cfg->n_embd;
+    if (o->kind != CMD_MATMUL || o->y != TINFER_BUF_LOGITS || o->x != TINFER_BUF_XB ||
+        !o->rows_out || (o->bias && o->bias->data) || o->epi != TINFER_EPI_STORE ||
+        o->N != c->m->cfg->n_vocab || o->K != E || o->w != &c->m->w.lm_head ||
+        o->nss_slot >= 0 || o->rss_slot >= 0)
+        return false;
+    /* every window's rows: micro_windows cuts at most MICRO_MAX windows of n_out rows in all */
+    return c->bp->n_out <= TINFER_OP_CUDA_LM_ARGMAX_MAX_N && tinfer_op_cuda_lm_argmax_takes(1, E);
+}
+
 /* Every recorded op, then the argmax of the logits rows, in each window; the windows' streams
  * forked from the context's and joined back to it (also after an error, so that a capture
- * ends joined). */
+ * ends joined). Where lm_argmax_step, the LM head and the argmax are one kernel instead. */
 static tinfer_status run_step(cuda_ctx *c) {
     win wins[MICRO_MAX];
     const int32_t n_win = micro_windows(c);
@@ -377,8 +400,10 @@ static tinfer_status run_step(cuda_ctx *c) {
                                   cudaGetErrorString(ce));
     }
     /* op by op across the windows, so that eager launches feed every chain in turn */
+    const bool lm_am = lm_argmax_step(c);
+    const int32_t n_ops = c->n_cmds - (lm_am ? 1 : 0);
     uint32_t skip = 0; /* windows that already ran op i (inside op i - 1's launch) */
-    for (int32_t i = 0; i < c->n_cmds && rc == TINFER_OK; i++) {
+    for (int32_t i = 0; i < n_ops && rc == TINFER_OK; i++) {
         uint32_t ran_next = 0;
         for (int32_t k = 0; k < n_win && rc == TINFER_OK; k++) {
             if (skip & (1u << k)) continue;
@@ -394,9 +419,17 @@ static tinfer_status run_step(cuda_ctx *c) {
      * block a row */
     int32_t *ids = (int32_t *)(c->mem + c->plan.ids);
     unsigned long long *amx = (unsigned long long *)(c->mem + c->plan.amx);
+    const cmd *lm = &c->cmds[c->n_cmds - 1];
     for (int32_t k = 0; k < n_win && rc == TINFER_OK; k++) {
         const win *w = &wins[k];
         if (w->n_out <= 0) continue;
+        tinfer_gemm_bf16_args a; /* the LM head's operands: the window's gathered rows */
+        if (lm_am && matmul_args(c, w, lm->y, lm->x, lm->w, NULL, lm->N, lm->K, lm->epi,
+                                 lm->rows_out, &a)) {
+            rc = tinfer_op_cuda_lm_argmax(ids + w->o0, a.X, a.ldx, a.W, a.ldw, (int32_t)a.M, V,
+                                          (int32_t)a.K, amx + 2 * (size_t)w->o0, w->s, &c->err);
+            continue;
+        }
         const float *lg = c->logits + (size_t)w->o0 * V;
         rc = c->vals ? tinfer_op_cuda_argmax_val(ids + w->o0, c->vals + w->o0, lg, w->n_out, V, V,
                                                  w->s, &c->err)
@@ -597,16 +630,17 @@ tinfer_status tinfer_cuda_greedy_steps(cuda_ctx *c, int32_t n_more, int32_t *n_s
 /* The graph slot of this decode step's shape (found, or the least recently used, reset). */
 static graph_entry *graph_slot(cuda_ctx *c) {
     graph_entry *lru = &c->g[0];
+    const bool lm_am = lm_argmax_step(c);
     for (int i = 0; i < GRAPH_SLOTS; i++) {
         graph_entry *e = &c->g[i];
         if (e->seen && e->n == c->bp->n && e->n_out == c->bp->n_out && e->chunk == c->dec_chunk &&
-            e->n_split == c->dec_split && e->logits == c->logits)
+            e->n_split == c->dec_split && e->logits == c->logits && e->lm_argmax == lm_am)
             return e;
         if (e->used < lru->used) lru = e;
     }
     if (lru->exec) cudaGraphExecDestroy(lru->exec);
-    *lru = (graph_entry){c->bp->n, c->bp->n_out, c->dec_chunk, c->dec_split, c->logits, 0, NULL, 0,
-                         0};
+    *lru = (graph_entry){c->bp->n, c->bp->n_out, c->dec_chunk, c->dec_split, c->logits, lm_am, 0,
+                         NULL, 0, 0};
     return lru;
 }
 

@@ -171,6 +171,21 @@ tinfer_status tinfer_op_cuda_argmax_split(int32_t *ids, const float *logits, int
                                           int32_t V, int64_t ld, unsigned long long *ws,
                                           cudaStream_t stream, tinfer_err *err);
 
+/* The LM head and the argmax in one kernel, without the logits (ops/cuda/lm_argmax.cu):
+ * ids[r] = argmax_j X[r] · W[j], j < V, r < n, by tinfer_op_cuda_argmax's rule; X BF16 [n, ldx]
+ * (the normalised rows), W BF16 [V, ldw]; each dot product summed in F32 in another order than
+ * the GEMM's, so a pick differs from argmax(GEMM) only between logits within that rounding.
+ * n <= TINFER_OP_CUDA_LM_ARGMAX_MAX_N, E % 8 == 0, E <= TINFER_OP_CUDA_LM_ARGMAX_MAX_E (X is
+ * staged whole in shared memory), ldx, ldw multiples of 8 and >= E, X and W 16-byte aligned;
+ * ws device [2 n] words, zero before the first call, left zero by each. */
+#define TINFER_OP_CUDA_LM_ARGMAX_MAX_N 64
+#define TINFER_OP_CUDA_LM_ARGMAX_MAX_E 1024
+bool tinfer_op_cuda_lm_argmax_takes(int32_t n, int32_t E);
+tinfer_status tinfer_op_cuda_lm_argmax(int32_t *ids, const uint16_t *X, int64_t ldx,
+                                       const uint16_t *W, int64_t ldw, int32_t n, int32_t V,
+                                       int32_t E, unsigned long long *ws, cudaStream_t stream,
+                                       tinfer_err *err);
+
 /* Between two queued greedy decode steps of n sequences (every token of the step a logits row,
  * the step's metadata on the device; models/backend_cuda_step.c): ids[0 .. n) are the step's
  * picks of logits rows 0 .. n - 1. Saves them, save[j] = ids[j], and when feed, makes them the

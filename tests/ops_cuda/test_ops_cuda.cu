@@ -1,7 +1,7 @@
 /*
  * test_ops_cuda.cu — the CUDA ops (ops/cuda/ops_cuda.h) against their CPU references (ops/ref/)
  * on the same inputs: embed, rmsnorm (with the row gather), rope_kv, argmax, greedy_feed, cast here;
- * attention (prefill and decode) in test_ops_cuda_attn.cu.
+ * attention (prefill and decode) in test_ops_cuda_attn.cu, the LM head's argmax in test_lm_argmax.cu.
  *
  * Inputs are random (seeded xorshift, seed printed), never exactly zero, rounded to BF16 where the
  * GPU op takes BF16, and the reference runs on exactly those values. Every output buffer sits
@@ -499,6 +499,7 @@ int main(int argc, char **argv) {
     bad_args();
     test_attention_plan_host();
     test_decode_step_host();
+    test_lm_argmax_host();
     tinfer_device_info info;
     tinfer_err err;
     const tinfer_status st = tinfer_device_probe(0, &info, &err);
@@ -552,6 +553,8 @@ int main(int argc, char **argv) {
     test_argmax(1, 6146, 6148, 0);  /* split: 4 chunks, the last of 2 logits */
     test_argmax(64, 49152, 49152, 0); /* 64 SmolLM2 rows: several chunks a row */
     if (!quick) test_argmax(7, 128256, 128256, 0);
+
+    test_lm_argmax_all(quick);
 
     test_greedy_feed(1, true);
     test_greedy_feed(64, true);

@@ -121,5 +121,7 @@ void test_attention_all(int quick);
 void test_attention_decode_rope_all(int quick);
 void test_decode_step_all(int quick);
 void test_decode_step_host(void);
+void test_lm_argmax_all(int quick);
+void test_lm_argmax_host(void);
 
 #endif

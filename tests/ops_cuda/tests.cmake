@@ -6,6 +6,7 @@ if(TINFER_HAVE_CUDA)
   add_executable(test-ops-cuda ${CMAKE_CURRENT_LIST_DIR}/test_ops_cuda.cu
                  ${CMAKE_CURRENT_LIST_DIR}/test_ops_cuda_attn.cu
                  ${CMAKE_CURRENT_LIST_DIR}/test_decode_step.cu
+                 ${CMAKE_CURRENT_LIST_DIR}/test_lm_argmax.cu
                  ${PROJECT_SOURCE_DIR}/gemm/cuda/device.cu ${TINFER_BASE_SRC})
   target_include_directories(test-ops-cuda PRIVATE ${TINFER_INCLUDE_DIRS})
   target_compile_options(test-ops-cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -lineinfo>)
