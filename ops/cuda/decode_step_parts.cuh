@@ -496,13 +496,6 @@ static __device__ DS_PHASE void swiglu_tile(const uint16_t *xs, int32_t ldxs, in
  * may be mapped host memory, where every store instruction is a PCIe write. */
 #define DS_LM_ROWS 4
 static_assert(DS_MAX_B * DS_LM_ROWS <= 32, "lm_head_rows: a lane per (token, row) of a group");
-static __device__ __forceinline__ uint4 ld_stream16(const void *p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
 template <int NB>
 static __device__ DS_PHASE void lm_head_rows(const uint16_t *xs, int32_t ldxs, int32_t rows,
                                     const uint16_t *__restrict__ W, int32_t v0, int32_t v1,

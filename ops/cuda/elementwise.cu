@@ -307,16 +307,7 @@ static __global__ void __launch_bounds__(ARGMAX_SPLIT_THREADS)
     int32_t bi = INT_MAX;
     am_scan<VEC>(logits + (int64_t)r * ld, j0, min(V, j0 + chunk), bv, bi);
     am_block(bv, bi, sv, si);
-    if (threadIdx.x == 0) {
-        const uint64_t k = am_key(bv, bi);
-        if (k) atomicMax(ws + 2 * r, (unsigned long long)k);
-        __threadfence(); /* the key before the count */
-        if (atomicAdd(ws + 2 * r + 1, 1ull) == gridDim.x - 1) {
-            __threadfence();
-            ids[r] = am_key_index(atomicExch(ws + 2 * r, 0ull));
-            ws[2 * r + 1] = 0;
-        }
-    }
+    if (threadIdx.x == 0) am_join(ws, r, am_key(bv, bi), gridDim.x, ids);
 }
 
 extern "C" tinfer_status tinfer_op_cuda_argmax(int32_t *ids, const float *logits, int32_t n_out,

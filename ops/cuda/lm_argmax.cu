@@ -46,14 +46,6 @@ static __host__ __device__ __forceinline__ int32_t lma_ldxs(int32_t E) {
     return (E + 31) / 64 * 64 + 32;
 }
 
-static __device__ __forceinline__ uint4 lma_ld_stream(const uint16_t *p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
 /* NT tiles of 8 rows of X (n <= 8 NT). */
 template <int NT>
 static __global__ void __launch_bounds__(LMA_WARPS * 32, 1)
@@ -102,8 +94,8 @@ static __global__ void __launch_bounds__(LMA_WARPS * 32, 1)
 #pragma unroll
             for (int u = 0; u < LMA_CHUNKS; u++) {
                 const int32_t k = c0 + u * 32 + t * 8;
-                wa[u] = k < E ? lma_ld_stream(w0 + k) : z;
-                wb[u] = k < E ? lma_ld_stream(w1 + k) : z;
+                wa[u] = k < E ? ld_stream16(w0 + k) : z;
+                wb[u] = k < E ? ld_stream16(w1 + k) : z;
             }
 #pragma unroll
             for (int u = 0; u < LMA_CHUNKS; u++) {
@@ -149,13 +141,7 @@ static __global__ void __launch_bounds__(LMA_WARPS * 32, 1)
 #pragma unroll
         for (int w = 0; w < LMA_WARPS; w++)
             k = am[w * NT * 8 + r] > k ? am[w * NT * 8 + r] : k;
-        if (k) atomicMax(ws + 2 * r, (unsigned long long)k);
-        __threadfence(); /* the key before the count */
-        if (atomicAdd(ws + 2 * r + 1, 1ull) == gridDim.x - 1) {
-            __threadfence();
-            ids[r] = am_key_index(atomicExch(ws + 2 * r, 0ull));
-            ws[2 * r + 1] = 0;
-        }
+        am_join(ws, r, k, gridDim.x, ids);
     }
 }
 

@@ -80,6 +80,29 @@ static __device__ __forceinline__ int32_t am_key_index(uint64_t k) {
     return k ? (int32_t)(0xffffffffu - (uint32_t)k) : 0;
 }
 
+/* 16 bytes of a read-only stream (weights read once a pass), with no L1 allocation. */
+static __device__ __forceinline__ uint4 ld_stream16(const void *p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+/* One of n_blocks blocks hands row r its best key k (am_key; 0: nothing) through the row's
+ * two words ws[2 r] (the best, by atomicMax) and ws[2 r + 1] (the blocks so far); the row's
+ * last block writes ids[r] and leaves both words zero for the next launch. */
+static __device__ __forceinline__ void am_join(unsigned long long *ws, int32_t r, uint64_t k,
+                                               unsigned n_blocks, int32_t *ids) {
+    if (k) atomicMax(ws + 2 * r, (unsigned long long)k);
+    __threadfence(); /* the key before the count */
+    if (atomicAdd(ws + 2 * r + 1, 1ull) == n_blocks - 1) {
+        __threadfence();
+        ids[r] = am_key_index(atomicExch(ws + 2 * r, 0ull));
+        ws[2 * r + 1] = 0;
+    }
+}
+
 /* First statement of every ops kernel: they are all launched with programmatic dependent launch
  * on sm_90 (TOPS_LAUNCH), so the kernel after one may be scheduled at once (its own wait still
  * holds it until this grid has finished), and this one waits here for the kernel before it: a
