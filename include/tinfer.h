@@ -292,7 +292,10 @@ TINFER_API tinfer_status tinfer_decode_greedy(tinfer_context *ctx, int32_t seq_i
  * launch of the fused step's kernel for many steps, more sequences op by op, 16 steps at a time)
  * the steps run on the device, each reading its tokens from the previous step's picks, with no
  * host round trip between them (a sequence that ends generation may be computed a few steps
- * further there; its cache keeps only what is described above). Afterwards
+ * further there; its cache keeps only what is described above). On the CUDA backend the picks
+ * of more than 8 sequences come from the LM head and the argmax as one kernel, whose F32 sums
+ * may order two logits within rounding of each other differently from the logits
+ * tinfer_decode hands over. Afterwards
  * tinfer_get_logits / tinfer_get_argmax have nothing until the next tinfer_decode. Every
  * sequence needs room for n_max tokens (else TINFER_ERR_CONTEXT_FULL, nothing run); n <=
  * the context's n_batch. On an error the steps already run stay, counted in n_out. */

@@ -164,7 +164,7 @@ typedef struct tinfer_backend_ops {
     tinfer_status (*logits)(void *cs, bool need_logits, const float **host_logits,
                             const int32_t **host_ids);
     /* Optional (NULL: the runtime steps one token at a time). Runs the step just recorded (one
-     * token of each of n_out distinct sequences, every row asking for its argmax; not yet run)
+     * token of each of n_out distinct sequences, every row asking for its argmax)
      * and then up to n_more more steps of the same sequences at the next positions, each fed
      * the previous step's argmax, without waiting in between: *n_steps (1 .. 1 + n_more) steps,
      * ids[k * n_out + j] (host memory, room for (1 + n_more) n_out) step k's pick of logits row
