@@ -377,8 +377,8 @@ static bool lm_argmax_step(const cuda_ctx *c) {
         o->N != c->m->cfg->n_vocab || o->K != E || o->w != &c->m->w.lm_head ||
         o->nss_slot >= 0 || o->rss_slot >= 0)
         return false;
-    /* every window's rows: micro_windows cuts at most MICRO_MAX windows of n_out rows in all */
-    return c->bp->n_out <= TINFER_OP_CUDA_LM_ARGMAX_MAX_N && tinfer_op_cuda_lm_argmax_takes(1, E);
+    /* every window's rows: no more than the step's n_out */
+    return tinfer_op_cuda_lm_argmax_takes(c->bp->n_out, E);
 }
 
 /* Every recorded op, then the argmax of the logits rows, in each window; the windows' streams

@@ -81,9 +81,9 @@ static __global__ void __launch_bounds__(DS_BLOCK, 1) decode_step_kernel(ds_args
     const int32_t B = a.n, E = m.n_embd, F = m.n_ff, V = m.n_vocab, NL = m.n_layer;
     const int32_t H = kv.n_head, HKV = kv.n_head_kv, Q = H * D, QKV = (H + 2 * HKV) * D;
     const int32_t KX = max(E, max(Q, F)); /* staged row length (a multiple of 8) */
-    /* the staged rows' stride: padded for the tensor-core phases' fragment loads (ds_ldxs); one
+    /* the staged rows' stride: padded for the tensor-core phases' fragment loads (mma_staged_ld); one
      * token's row needs none, and its instance keeps the code it was measured with */
-    const int32_t LDX = NB == 1 ? KX : ds_ldxs(KX);
+    const int32_t LDX = NB == 1 ? KX : mma_staged_ld(KX);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int32_t G = gridDim.x, b = blockIdx.x;
     /* this block's rows of each matrix. Where it costs the others no rows (ds_na), the NA
@@ -375,7 +375,7 @@ static bool ds_plan_for(const tinfer_op_cuda_step_model *m, const tinfer_op_cuda
     tile = std::max(tile, E + 2 * most(F) * E);
     tile = std::max(tile, most(E) * F);
     tile = (tile * 2 + 127) / 128 * 128; /* bytes, stages 128-byte aligned */
-    const int64_t LDX = ds_ldxs((int32_t)std::max(E, std::max(Q, F)));
+    const int64_t LDX = mma_staged_ld((int32_t)std::max(E, std::max(Q, F)));
     const size_t att = D == 64 ? sizeof(ds_att_smem<64>) : sizeof(ds_att_smem<128>);
     const size_t rest = DS_MAX_STAGES * 16 + DS_WARPS * DS_MAX_B * 8 +
                         (size_t)DS_MAX_B * (size_t)LDX * 2 + (size_t)DS_MMA_RED * 4 +

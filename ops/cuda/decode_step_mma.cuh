@@ -15,7 +15,7 @@
  * GEMV phases (the block's rows in a ring stage, K <= 1,536): warp w takes chunks w, w + 8, ...
  * of K for two 16-row tiles at a time; the 8 warps' partial tiles meet in shared memory (8 KB,
  * one block barrier) and thread (token j, row r) sums them and runs the epilogue. The staged
- * rows xs have a stride of 32 mod 64 elements (ds_ldxs), so the 8 lanes of a quarter warp (two
+ * rows xs have a stride of 32 mod 64 elements (mma_staged_ld), so the 8 lanes of a quarter warp (two
  * tokens, 64 bytes each) read distinct banks. LM head (rows read once, from global memory): a
  * warp takes 16 rows at a time over the whole of E, so no reduction between warps; the greedy
  * pick of each token is reduced across the lanes that hold it.
@@ -40,11 +40,6 @@
 /* Floats of shared memory the tensor-core phases reduce through: [warp][tile][c][lane]. */
 #define DS_MMA_RED (DS_WARPS * 2 * 4 * 32)
 static_assert(DS_MAX_B == 8, "the tensor-core phases take the tokens as one n8 tile");
-
-/* The staged tokens' row stride for row length KX: at least KX, 32 mod 64 elements. */
-static __host__ __device__ __forceinline__ int32_t ds_ldxs(int32_t KX) {
-    return (KX + 31) / 64 * 64 + 32;
-}
 
 static __device__ __forceinline__ uint4 lds16(const uint16_t *p) { return *(const uint4 *)p; }
 

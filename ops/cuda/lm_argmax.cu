@@ -41,11 +41,6 @@ using namespace tops;
 #define LMA_WARPS 8
 #define LMA_CHUNKS 4 /* chunks of 32 k of the weight rows in flight a warp */
 
-/* The staged rows' stride for row length E: at least E rounded up to 32, 32 mod 64 elements. */
-static __host__ __device__ __forceinline__ int32_t lma_ldxs(int32_t E) {
-    return (E + 31) / 64 * 64 + 32;
-}
-
 /* NT tiles of 8 rows of X (n <= 8 NT). */
 template <int NT>
 static __global__ void __launch_bounds__(LMA_WARPS * 32, 1)
@@ -53,7 +48,7 @@ static __global__ void __launch_bounds__(LMA_WARPS * 32, 1)
                      const uint16_t *__restrict__ W, int64_t ldw, int32_t n, int32_t V, int32_t E,
                      unsigned long long *__restrict__ ws) {
     extern __shared__ __align__(16) uint8_t lma_smem[];
-    const int32_t ldxs = lma_ldxs(E);
+    const int32_t ldxs = mma_staged_ld(E);
     uint16_t *xs = (uint16_t *)lma_smem;                                     /* [8 NT][ldxs] */
     uint64_t *am = (uint64_t *)(lma_smem + (size_t)NT * 8 * ldxs * 2);      /* [warps][8 NT] */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -146,7 +141,7 @@ static __global__ void __launch_bounds__(LMA_WARPS * 32, 1)
 }
 
 template <int NT> static size_t lma_smem_bytes(int32_t E) {
-    return (size_t)NT * 8 * (size_t)lma_ldxs(E) * 2 + (size_t)LMA_WARPS * NT * 8 * 8;
+    return (size_t)NT * 8 * (size_t)mma_staged_ld(E) * 2 + (size_t)LMA_WARPS * NT * 8 * 8;
 }
 
 /* Launches the instance for NT tiles of X rows. The shared-memory opt-in (for the largest E), once

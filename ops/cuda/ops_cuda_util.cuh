@@ -80,6 +80,14 @@ static __device__ __forceinline__ int32_t am_key_index(uint64_t k) {
     return k ? (int32_t)(0xffffffffu - (uint32_t)k) : 0;
 }
 
+/* The row stride, in BF16 elements, of rows of length K staged in shared memory as the B operand
+ * of mma.sync m16n8k16 with the permuted-k fragments (lane g = lane / 4, t = lane % 4 loads 16
+ * bytes at row g, k = 8t of each 32): at least K rounded up to 32, and 32 mod 64, so that the 8
+ * lanes of a quarter warp (rows g, g + 1) read distinct banks. */
+static __host__ __device__ __forceinline__ int32_t mma_staged_ld(int32_t K) {
+    return (K + 31) / 64 * 64 + 32;
+}
+
 /* 16 bytes of a read-only stream (weights read once a pass), with no L1 allocation. */
 static __device__ __forceinline__ uint4 ld_stream16(const void *p) {
     uint4 v;

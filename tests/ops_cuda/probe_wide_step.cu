@@ -76,7 +76,7 @@ struct ws_args {
 static __host__ __device__ int64_t ws_layer_elems(void) {
     return (int64_t)WS_QKV * WS_E + (int64_t)WS_E * WS_E + 2LL * WS_F * WS_E + (int64_t)WS_E * WS_F;
 }
-/* stride of staged rows of length K: 32 mod 64 elements (decode_step_mma.cuh's ds_ldxs) */
+/* stride of staged rows of length K: 32 mod 64 elements (ops_cuda_util.cuh's mma_staged_ld) */
 static __host__ __device__ int ws_ldx(int K) { return (K + 31) / 64 * 64 + 32; }
 
 /* A GEMM phase g (0 A, 1 C, 2 D, 3 E) of layer l: N output rows (D: F pairs of gate and up
