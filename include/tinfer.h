@@ -235,6 +235,9 @@ typedef struct tinfer_context_stats {
      * graph, counted from the graph's kernel nodes; 0 for an eager step and on the CPU */
     int32_t last_step_kernels;
     int64_t fused_steps; /* CUDA backend: decode steps run as one fused kernel */
+    /* CUDA backend: steps of several kernels whose LM head and greedy argmax ran as one kernel
+     * (only the picks wanted: tinfer_op_cuda_lm_argmax), so no logits were written */
+    int64_t lm_argmax_steps;
     /* Tensor parallelism over GPUs: one all-reduce of a token's residual row (n_embd values, in
      * place, over every rank) timed alone on the model's communicators, median of 20 after a
      * warm-up, in microseconds: F32 (what a step runs) and BF16 (for comparison; no step runs

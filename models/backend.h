@@ -100,6 +100,14 @@ typedef struct tinfer_batch_plan {
     const int32_t *out_rows;  /* [n_out] their sorted indices */
 } tinfer_batch_plan;
 
+/* A context's launch counts, as tinfer_context_stats reports them (include/tinfer.h). */
+typedef struct tinfer_backend_stats {
+    int64_t graph_replays, graph_captures; /* decode steps replayed / graphs captured */
+    int32_t last_step_kernels;             /* kernel nodes of the last step's graph */
+    int64_t fused_steps;                   /* decode steps run as one fused kernel */
+    int64_t lm_argmax_steps; /* op-by-op steps whose LM head and argmax ran as one kernel */
+} tinfer_backend_stats;
+
 typedef struct tinfer_backend_ops {
     const char *name; /* "cpu", "cuda" */
 
@@ -176,8 +184,7 @@ typedef struct tinfer_backend_ops {
     /* The message of the last failing call of this context ("" if none). */
     const char *(*last_error)(const void *cs);
     /* Launch counts (tinfer_context_stats' backend fields); NULL where there are none (CPU). */
-    void (*stats)(const void *cs, int64_t *graph_replays, int64_t *graph_captures,
-                  int32_t *last_step_kernels, int64_t *fused_steps);
+    void (*stats)(const void *cs, tinfer_backend_stats *out);
     /* Tensor parallelism: one all-reduce of a token's residual row, timed alone (F32 and BF16,
      * microseconds; tinfer_context_stats); NULL, or 0s, where there is none to time. */
     void (*tp_timing)(void *cs, double *f32_us, double *bf16_us);

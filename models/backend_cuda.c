@@ -554,13 +554,13 @@ static tinfer_status cuda_greedy_steps(void *cs, int32_t n_more, int32_t *ids,
 
 static const char *cuda_last_error(const void *cs) { return ((const cuda_ctx *)cs)->err.msg; }
 
-static void cuda_stats(const void *cs, int64_t *replays, int64_t *captures, int32_t *kernels,
-                       int64_t *fused) {
+static void cuda_stats(const void *cs, tinfer_backend_stats *out) {
     const cuda_ctx *c = cs;
-    *fused = c->n_fused;
-    *replays = c->n_replays;
-    *captures = c->n_captures;
-    *kernels = c->last_kernels;
+    out->graph_replays = c->n_replays;
+    out->graph_captures = c->n_captures;
+    out->last_step_kernels = c->last_kernels;
+    out->fused_steps = c->n_fused;
+    out->lm_argmax_steps = c->n_lm_argmax;
 }
 
 /* ---------------------------------------------------------------------------------------- */

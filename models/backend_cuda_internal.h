@@ -131,7 +131,8 @@ typedef struct cuda_ctx {
     uint32_t *bar;   /* device, 2 words: the fused kernel's count of blocks done and epoch */
     uint64_t *ll;    /* device: its flagged words (tinfer_op_cuda_step_ll_words) */
     uint64_t *amax;  /* device [TINFER_OP_CUDA_STEP_MAX_B], after them: its greedy picks */
-    int64_t n_fused; /* steps run fused (tinfer_context_stats) */
+    int64_t n_fused;     /* steps run fused (tinfer_context_stats) */
+    int64_t n_lm_argmax; /* op-by-op steps whose LM head ran as tinfer_op_cuda_lm_argmax */
     /* micro-batching (backend_cuda_step.c): a decode step's rows in up to MICRO_MAX windows,
      * each a chain of its own on its own stream; created at the first step that splits */
     int32_t micro; /* tinfer_context_params.cuda_micro_batches: 0 auto, 1 off, 2 .. MICRO_MAX */

@@ -646,9 +646,6 @@ static graph_entry *graph_slot(cuda_ctx *c) {
     return lru;
 }
 
-/* Runs the step: a decode step through its graph where one is (or can now be) made, else
- * eagerly. A capture or instantiation that fails turns graphs off for this context and the step
- * runs eagerly: graphs only ever change how fast a step runs. */
 /* Kernel nodes of a captured graph (the step's launches; the memset and copy nodes aside). */
 static int32_t graph_kernels(cudaGraph_t graph) {
     size_t n = 0;
@@ -666,9 +663,10 @@ static int32_t graph_kernels(cudaGraph_t graph) {
     return k;
 }
 
-tinfer_status tinfer_cuda_launch_step(cuda_ctx *c) {
-    c->last_kernels = 0;
-    if (fused_ok(c)) return run_fused_step(c);
+/* The step op by op: a decode step through its graph where one is (or can now be) made, else
+ * eagerly. A capture or instantiation that fails turns graphs off for this context and the step
+ * runs eagerly: graphs only ever change how fast a step runs. */
+static tinfer_status launch_ops(cuda_ctx *c) {
     if (!c->graphs || !decode_step(c)) return run_step(c);
     graph_entry *e = graph_slot(c);
     e->used = ++c->g_clock;
@@ -705,4 +703,12 @@ tinfer_status tinfer_cuda_launch_step(cuda_ctx *c) {
     c->n_replays++;
     c->last_kernels = e->kernels;
     return TINFER_OK;
+}
+
+tinfer_status tinfer_cuda_launch_step(cuda_ctx *c) {
+    c->last_kernels = 0;
+    if (fused_ok(c)) return run_fused_step(c);
+    const tinfer_status rc = launch_ops(c);
+    if (rc == TINFER_OK && lm_argmax_step(c)) c->n_lm_argmax++;
+    return rc;
 }

@@ -728,17 +728,15 @@ static void tp_timing(void *cs, double *f32_us, double *bf16_us) {
 
 /* Launch counts: the steps rank 0 replayed / captured (every rank runs the same steps), the
  * kernels of the last step on all ranks together (none on CPU ranks). */
-static void tp_stats(const void *cs, int64_t *graph_replays, int64_t *graph_captures,
-                     int32_t *last_step_kernels, int64_t *fused_steps) {
+static void tp_stats(const void *cs, tinfer_backend_stats *out) {
     const tp_ctx *c = cs;
-    *graph_replays = *graph_captures = *fused_steps = 0;
-    *last_step_kernels = 0;
+    memset(out, 0, sizeof *out);
     for (int32_t r = 0; c->m->ops->stats && r < c->m->n_rank; r++) {
-        int64_t a = 0, b = 0, f = 0;
-        int32_t k = 0;
-        c->m->ops->stats(c->rcs[r], &a, &b, &k, &f);
-        if (r == 0) *graph_replays = a, *graph_captures = b, *fused_steps = f;
-        *last_step_kernels += k;
+        tinfer_backend_stats s;
+        memset(&s, 0, sizeof s);
+        c->m->ops->stats(c->rcs[r], &s);
+        if (r == 0) *out = s, out->last_step_kernels = 0;
+        out->last_step_kernels += s.last_step_kernels;
     }
 }
 

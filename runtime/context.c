@@ -355,9 +355,16 @@ tinfer_status tinfer_context_get_stats(const tinfer_context *c, tinfer_context_s
                               c ? "output" : "context");
     memset(out, 0, sizeof *out);
     out->steps = c->n_steps;
-    if (c->ops->stats)
-        c->ops->stats(c->bc, &out->graph_replays, &out->graph_captures, &out->last_step_kernels,
-                      &out->fused_steps);
+    if (c->ops->stats) {
+        tinfer_backend_stats s;
+        memset(&s, 0, sizeof s);
+        c->ops->stats(c->bc, &s);
+        out->graph_replays = s.graph_replays;
+        out->graph_captures = s.graph_captures;
+        out->last_step_kernels = s.last_step_kernels;
+        out->fused_steps = s.fused_steps;
+        out->lm_argmax_steps = s.lm_argmax_steps;
+    }
     if (c->ops->tp_timing)
         c->ops->tp_timing(c->bc, &out->tp_allreduce_us, &out->tp_allreduce_bf16_us);
     return TINFER_OK;

@@ -300,6 +300,14 @@ static int run_test(bench *b, char kind, int32_t tokens, int32_t batch, int reps
         }
         if (r->fused_pct > 50.0) /* what ran: the fused step, not the op-by-op GEMM routes */
             snprintf(r->route, sizeof r->route, "fused decode step (1 kernel, argmax in it)");
+        else if (st1.steps > st0.steps &&
+                 2 * (st1.lm_argmax_steps - st0.lm_argmax_steps) > st1.steps - st0.steps) {
+            /* the LM head's GEMM did not run: its rows went to the LM head + argmax kernel */
+            char *lm = strstr(r->route, "lm head ");
+            if (lm)
+                snprintf(lm, sizeof r->route - (size_t)(lm - r->route),
+                         "lm head + argmax (1 kernel)");
+        }
     }
     r->ar_us = st1.tp_allreduce_us;
     r->ar_bf16_us = st1.tp_allreduce_bf16_us;

@@ -196,15 +196,23 @@ static void greedy_batch(tinfer_model *g, tinfer_context *c, const tinfer_token 
               (int)tinfer_seq_len(c, s), how, (int)(plen[s] + n_out[i]));
     }
     const long long steps = q1.steps - q0.steps, replays = q1.graph_replays - q0.graph_replays,
-                    nf = q1.fused_steps - q0.fused_steps;
-    printf("  decode_greedy_batch (%s): %lld steps, %lld graph replays, %lld fused\n", how,
-           steps, replays, nf);
+                    nf = q1.fused_steps - q0.fused_steps,
+                    nla = q1.lm_argmax_steps - q0.lm_argmax_steps;
+    printf("  decode_greedy_batch (%s): %lld steps, %lld graph replays, %lld fused, %lld with "
+           "the LM head + argmax kernel\n", how, steps, replays, nf, nla);
     if (fused)
-        CHECK(nf >= NQ && nf == steps, "decode_greedy_batch ran %lld of its %lld steps fused, "
-              "expected all (>= %d)", nf, steps, (int)NQ);
+        CHECK(nf >= NQ && nf == steps && nla == 0, "decode_greedy_batch ran %lld of its %lld "
+              "steps fused (expected all, >= %d), %lld op by op with the LM head + argmax kernel",
+              nf, steps, (int)NQ, nla);
     else
         CHECK(replays >= NQ - 2 && nf == 0, "decode_greedy_batch (op by op) replayed %lld graphs "
               "and fused %lld steps in %d", replays, nf, (int)NQ);
+    /* op by op, only the picks wanted: the LM head and argmax run as one kernel (unless the
+     * switch keeps the GEMM) */
+    const char *lma = getenv("TINFER_CUDA_LM_ARGMAX");
+    if (!fused && !(lma && !strcmp(lma, "0")))
+        CHECK(nla >= NQ, "decode_greedy_batch (op by op): %lld of %lld steps ran the LM head + "
+              "argmax kernel, expected every one (>= %d)", nla, steps, (int)NQ);
 }
 
 /* Check 6b: ns sequences (prompt s: tok + s, plen[s] tokens) decoded greedily for N_LONG steps
