@@ -34,7 +34,9 @@
  * and, for one sequence, the step's 2 n_layer all-reduces as a share of its time (json:
  * allreduce_us, allreduce_pct).
  * Each test runs once untimed (warm-up), then -r times. For every test the table gives the
- * kernels its GEMMs run on (tinfer_model_route_desc), the weight-read rate of decode tests in
+ * kernels its GEMMs run on (tinfer_model_route_desc; where most decode steps ran otherwise, what
+ * ran: the fused decode step, or the LM head + argmax kernel in the GEMM's place, from
+ * tinfer_context_stats), the weight-read rate of decode tests in
  * GB/s (tinfer_model_weight_bytes per step) as a percentage of the peak bandwidth, and the
  * prefill's GFLOP/s (2 x weight elements x tokens; attention aside), on the GPU also as a
  * percentage of cuBLAS's BF16 GEMM rate. The peaks are measured in the same run, before the
